@@ -1,0 +1,262 @@
+//! The no-telemetry fallback: a bounded AIMD law on the congestion window.
+//!
+//! HPCC++ computes its window from in-band telemetry. A path that carries no
+//! INT (no probe responses yet, or never) still needs a safe, stable law.
+//! This is it, in TCP segments so it maps 1:1 onto `snd_cwnd`:
+//!
+//! * **Start** at the configured initial window (`init_bytes / mss`). The
+//!   drafts start flows at line rate, so operators set this to about one
+//!   bandwidth-delay product. The initial slow-start threshold equals the
+//!   initial window: there is no exponential probe from a tiny window.
+//! * **Grow additively** by `ai_segs` segments per window of ACKed data,
+//!   only while the window is what limits the sender (the caller checks
+//!   `tcp_is_cwnd_limited`). Below the slow-start threshold (only after a
+//!   retransmission timeout collapsed the window) it grows by the ACKed
+//!   segments, back up to the threshold, as every TCP does.
+//! * **Decrease multiplicatively** on loss or an ECN echo: the new window is
+//!   `beta / BETA_SCALE` of the old one. TCP's recovery and CWR machinery asks
+//!   for this once per congestion event.
+//! * **Stay bounded**: every result lies in `[min_segs, max_segs]`, so the
+//!   window never collapses to zero and never grows without bound.
+
+/// Scale of [`FallbackParams::beta`]: `beta = 717` means 717/1024 ≈ 0.7.
+pub const BETA_SCALE: u32 = 1024;
+
+/// Smallest window the law ever returns, in segments.
+pub const MIN_SEGS_FLOOR: u32 = 2;
+
+/// Largest window the law ever returns, in segments (the kernel's
+/// `snd_cwnd_clamp` default is 65535 for a 32-bit counter).
+pub const MAX_SEGS_CEIL: u32 = 65_535;
+
+/// Why a fallback parameter set was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackParamError {
+    /// `init_bytes` is zero or above 2^31.
+    InitWindow,
+    /// `ai_segs` is zero or above 64.
+    AdditiveIncrease,
+    /// `beta` is not in `[BETA_SCALE/2, BETA_SCALE)`.
+    Beta,
+    /// `min_segs`/`max_segs` are outside `[MIN_SEGS_FLOOR, MAX_SEGS_CEIL]` or crossed.
+    Bounds,
+}
+
+/// Parameters of the fallback law.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FallbackParams {
+    /// Initial window in bytes (converted to segments with the flow's MSS).
+    pub init_bytes: u32,
+    /// Additive increase per window of ACKed data, in segments.
+    pub ai_segs: u32,
+    /// Multiplicative decrease factor, in units of 1/[`BETA_SCALE`].
+    pub beta: u32,
+    /// Lower bound of the window in segments.
+    pub min_segs: u32,
+    /// Upper bound of the window in segments.
+    pub max_segs: u32,
+}
+
+impl FallbackParams {
+    /// Defaults: 64 KiB initial window, +1 segment per RTT, beta 0.7,
+    /// window in `[2, 65535]` segments.
+    pub const DEFAULT: Self = Self {
+        init_bytes: 64 * 1024,
+        ai_segs: 1,
+        beta: 717,
+        min_segs: MIN_SEGS_FLOOR,
+        max_segs: MAX_SEGS_CEIL,
+    };
+
+    /// Largest accepted `init_bytes` (2^31, the largest window the core handles).
+    pub const MAX_INIT_BYTES: u32 = 1 << 31;
+
+    /// Largest accepted `ai_segs`.
+    pub const MAX_AI_SEGS: u32 = 64;
+
+    /// Checks every field; a valid set keeps every computation in range.
+    pub fn validate(&self) -> Result<(), FallbackParamError> {
+        if self.init_bytes == 0 || self.init_bytes > Self::MAX_INIT_BYTES {
+            return Err(FallbackParamError::InitWindow);
+        }
+        if self.ai_segs == 0 || self.ai_segs > Self::MAX_AI_SEGS {
+            return Err(FallbackParamError::AdditiveIncrease);
+        }
+        if self.beta < BETA_SCALE / 2 || self.beta >= BETA_SCALE {
+            return Err(FallbackParamError::Beta);
+        }
+        if self.min_segs < MIN_SEGS_FLOOR
+            || self.max_segs > MAX_SEGS_CEIL
+            || self.min_segs > self.max_segs
+        {
+            return Err(FallbackParamError::Bounds);
+        }
+        Ok(())
+    }
+
+    /// Clamps a window to `[min_segs, max_segs]`, tolerating crossed bounds.
+    pub fn clamp(&self, segs: u32) -> u32 {
+        let lo = self.min_segs.max(MIN_SEGS_FLOOR);
+        let hi = self.max_segs.clamp(lo, MAX_SEGS_CEIL.max(lo));
+        segs.clamp(lo, hi)
+    }
+
+    /// The initial window in segments for a flow with this MSS.
+    pub fn initial_segs(&self, mss: u32) -> u32 {
+        self.clamp(self.init_bytes.checked_div(mss).unwrap_or(0))
+    }
+}
+
+impl Default for FallbackParams {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Per-flow state of the fallback law: the fractional part of the additive
+/// increase, counted in ACKed segments times `ai_segs`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fallback {
+    credit: u32,
+}
+
+impl Fallback {
+    /// A fresh flow.
+    pub const fn new() -> Self {
+        Self { credit: 0 }
+    }
+
+    /// The window after `acked` segments were newly ACKed while the window
+    /// limited the sender. `ssthresh` is the connection's slow-start threshold.
+    pub fn on_ack(&mut self, p: &FallbackParams, cwnd: u32, ssthresh: u32, acked: u32) -> u32 {
+        let mut cwnd = p.clamp(cwnd);
+        let mut acked = acked;
+        if cwnd < ssthresh {
+            // Slow start back up to the threshold (only after an RTO).
+            let room = ssthresh - cwnd;
+            let step = acked.min(room);
+            cwnd = p.clamp(cwnd.saturating_add(step));
+            acked -= step;
+            if acked == 0 {
+                return cwnd;
+            }
+        }
+        // Additive increase: ai_segs segments per cwnd segments ACKed.
+        self.credit = self.credit.saturating_add(acked.saturating_mul(p.ai_segs));
+        let inc = self.credit / cwnd;
+        if inc > 0 {
+            self.credit -= inc * cwnd;
+            cwnd = p.clamp(cwnd.saturating_add(inc));
+        }
+        // Credit never needs to exceed one window; this keeps it bounded.
+        self.credit = self.credit.min(cwnd);
+        cwnd
+    }
+
+    /// The window (and new slow-start threshold) after a congestion event:
+    /// loss or ECN echo.
+    pub fn on_congestion(&mut self, p: &FallbackParams, cwnd: u32) -> u32 {
+        self.credit = 0;
+        let reduced = u64::from(cwnd) * u64::from(p.beta.min(BETA_SCALE)) / u64::from(BETA_SCALE);
+        p.clamp(u32::try_from(reduced).unwrap_or(u32::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(FallbackParams::DEFAULT.validate(), Ok(()));
+        assert_eq!(FallbackParams::DEFAULT.initial_segs(1448), 45);
+    }
+
+    #[test]
+    fn validation_rejects_each_bad_field() {
+        let d = FallbackParams::DEFAULT;
+        let bad = [
+            (FallbackParams { init_bytes: 0, ..d }, FallbackParamError::InitWindow),
+            (FallbackParams { init_bytes: (1 << 31) + 1, ..d }, FallbackParamError::InitWindow),
+            (FallbackParams { ai_segs: 0, ..d }, FallbackParamError::AdditiveIncrease),
+            (FallbackParams { ai_segs: 65, ..d }, FallbackParamError::AdditiveIncrease),
+            (FallbackParams { beta: 511, ..d }, FallbackParamError::Beta),
+            (FallbackParams { beta: 1024, ..d }, FallbackParamError::Beta),
+            (FallbackParams { min_segs: 1, ..d }, FallbackParamError::Bounds),
+            (FallbackParams { max_segs: 65_536, ..d }, FallbackParamError::Bounds),
+            (FallbackParams { min_segs: 10, max_segs: 9, ..d }, FallbackParamError::Bounds),
+        ];
+        for (p, e) in bad {
+            assert_eq!(p.validate(), Err(e), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn initial_window_is_clamped() {
+        let p = FallbackParams { init_bytes: 100, ..FallbackParams::DEFAULT };
+        assert_eq!(p.initial_segs(1448), MIN_SEGS_FLOOR);
+        assert_eq!(p.initial_segs(0), MIN_SEGS_FLOOR);
+        let p = FallbackParams { init_bytes: 1 << 31, ..FallbackParams::DEFAULT };
+        assert_eq!(p.initial_segs(1), MAX_SEGS_CEIL);
+    }
+
+    #[test]
+    fn additive_increase_is_one_segment_per_window() {
+        let p = FallbackParams::DEFAULT;
+        let mut f = Fallback::new();
+        let mut cwnd = 20;
+        // One window of single-segment ACKs grows the window by ai_segs.
+        for _ in 0..20 {
+            cwnd = f.on_ack(&p, cwnd, 20, 1);
+        }
+        assert_eq!(cwnd, 21);
+        // A stretch ACK of 3 windows grows it by about 3.
+        let c = f.on_ack(&p, 21, 20, 63);
+        assert_eq!(c, 24);
+    }
+
+    #[test]
+    fn slow_start_only_below_threshold() {
+        let p = FallbackParams::DEFAULT;
+        let mut f = Fallback::new();
+        assert_eq!(f.on_ack(&p, 2, 40, 5), 7);
+        // Crossing the threshold: the rest of the ACK goes to AI.
+        assert_eq!(f.on_ack(&p, 38, 40, 4), 40);
+    }
+
+    #[test]
+    fn decrease_is_multiplicative_and_floored() {
+        let p = FallbackParams::DEFAULT;
+        let mut f = Fallback::new();
+        assert_eq!(f.on_congestion(&p, 100), 70);
+        assert_eq!(f.on_congestion(&p, 2), 2);
+        assert_eq!(f.on_congestion(&p, 0), 2);
+        assert_eq!(f.on_congestion(&p, u32::MAX), MAX_SEGS_CEIL);
+    }
+
+    #[test]
+    fn never_zero_never_unbounded_under_any_sequence() {
+        // A deterministic pseudo-random walk through ACKs and congestion events.
+        let p = FallbackParams { max_segs: 500, ..FallbackParams::DEFAULT };
+        let mut f = Fallback::new();
+        let mut cwnd = p.initial_segs(1448);
+        let mut ssthresh = cwnd;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 50 {
+                0 => {
+                    cwnd = f.on_congestion(&p, cwnd);
+                    ssthresh = cwnd;
+                }
+                1 => cwnd = 1, // RTO: kernel collapses the window, we must recover
+                _ => cwnd = f.on_ack(&p, cwnd, ssthresh, (x >> 8) as u32 % 64),
+            }
+            if cwnd != 1 {
+                assert!((2..=500).contains(&cwnd), "cwnd {cwnd}");
+            }
+        }
+    }
+}
