@@ -4,6 +4,41 @@
 //! the host crate `hpcc-core` (rust/host) compiles the same files for tests.
 //! Nothing here may depend on the kernel, allocate, use floating point, or
 //! panic on any input: arithmetic is checked, saturating or explicitly
-//! wrapping, and slices are read with `get`.
+//! wrapping, and slices are read with `get`. There is no `u128` division.
+//!
+//! # Layout
+//!
+//! * [`params`]: [`params::HpccConfig`] (what an operator sets) and its
+//!   validation into [`params::HpccParams`] (fixed-point constants
+//!   precomputed once).
+//! * [`law`]: [`law::HpccFlow`], the per-flow state (256 bytes) and the
+//!   control law: MeasureInflight, ComputeWind, NewAck / NewINT, path
+//!   changes, stale samples.
+//! * [`wire`]: the Figure-4 INT stack (layout, units, rate codes),
+//!   mirrored by `include/hpcc_int.h`.
+//! * [`fixed`]: fixed-point formats, documented error bounds, and the
+//!   64-bit-only 128/64 division.
+//! * [`fallback`]: the no-telemetry AIMD law.
+//!
+//! # Use from the kernel glue
+//!
+//! ```ignore
+//! // once (module load / sysctl write):
+//! let params = HpccConfig { base_rtt_ns, eta_ppm, .. }.validate()?;
+//! // per socket (in a separately allocated object):
+//! let mut flow = HpccFlow::new(&params);
+//! // per probe response / ACK carrying an INT stack at `buf`:
+//! match flow.on_int(&params, buf, now_ns, ack_seq, snd_nxt) {
+//!     Ok(o) if !o.is_stale() => { /* cwnd = o.window_bytes / mss; pacing = o.pacing_rate */ }
+//!     Ok(_) => { /* stale: count it, keep cwnd */ }
+//!     Err(_) => { /* malformed stack: count it */ }
+//! }
+//! ```
+//! Host tools that already have full-width counters call
+//! [`law::HpccFlow::on_sample`] with a [`law::Sample`].
 
 pub mod fallback;
+pub mod fixed;
+pub mod law;
+pub mod params;
+pub mod wire;

@@ -1,0 +1,528 @@
+//! The HPCC++ control law (draft-miao-rtgwg-hpccplus-00 sections 4.2 and
+//! 6.3.2, draft-pan-tsvwg-hpccplus-02 sections 4.2 and 6.2) on one flow.
+//!
+//! [`HpccFlow`] holds a flow's state; [`HpccFlow::on_sample`] runs one
+//! event on full-width telemetry ([`Sample`]), [`HpccFlow::on_int`] first
+//! decodes a Figure-4 INT stack (see [`super::wire`]) against the flow's
+//! records. Both return an [`Outcome`]: the window `W` in bytes, the pacing
+//! rate `R = W/T` in bytes per second, and what happened.
+//!
+//! # The law, as implemented
+//!
+//! * **MeasureInflight.** For each hop, `txRate = Δtx/Δts` and
+//!   `u' = min(qlen, qlen_prev)/(B·T) + txRate/B`. The chosen hop is the
+//!   first hop with the largest `u'` (so a path whose hops all report
+//!   `u' = 0` chooses hop 0 and `U` decays toward 0; the ns-3 reference
+//!   instead leaves `U` unchanged then). `tau = min(Δts, T)` of the chosen
+//!   hop and `U = (1 − tau/T)·U + (tau/T)·u'`.
+//! * **ComputeWind.** If `U ≥ eta` or `incStage ≥ maxStage`:
+//!   `W = Wc·eta/U + W_ai` (with `U = 0` giving `max_window`), and when
+//!   committing `incStage = 0`. Otherwise `W = Wc + W_ai`, and when
+//!   committing `incStage += 1`. `W` is clamped to `[min_window,
+//!   max_window]`, then committed to `Wc` when `updateWc` is set.
+//! * **NewAck (sender mode).** `updateWc` is set when `ack_seq` is after
+//!   `lastUpdateSeq` (wrap-safe 32-bit comparison), and then
+//!   `lastUpdateSeq = snd_nxt`. The first update of a flow commits.
+//! * **NewINT (receiver mode).** `updateWc` is set when
+//!   `now > lastUpdateTime + T`, and then `lastUpdateTime = now`. The first
+//!   update of a flow commits.
+//! * **Records.** Every accepted event stores the hops as the flow's link
+//!   records (`L = ack.L`).
+//!
+//! # Edge cases
+//!
+//! * The first event of a flow only records (`Event::Recorded`).
+//! * A changed `path_id` or hop count drops the records and only records the
+//!   new ones (`Event::PathChanged`); `U`, `W`, `Wc` and `incStage` persist.
+//! * **Stale** events change nothing and return the current window
+//!   (`Event::Stale`): a hop whose `Δts` is 0 (its `txRate` is 0/0 or ∞ and it
+//!   would be the chosen hop), a hop whose ts or txBytes went backwards
+//!   (the wrap-safe difference of the full-width counters is negative, as
+//!   for a reordered older sample), a sample with no hops, more than
+//!   `MAX_HOPS` hops, or a hop rate of 0 or above `MAX_RATE_BPS`.
+//! * `U` starts at 1.0, `incStage` at 0, `W = Wc = init_window`.
+//!
+//! # Units
+//!
+//! Rates are bits per second, times nanoseconds, lengths bytes. Pacing is
+//! bytes per second (what the kernel's `sk_pacing_rate` holds);
+//! [`Outcome::pacing_bps`] gives bits per second.
+//!
+//! # State size
+//!
+//! `size_of::<HpccFlow>()` is 256 bytes on 64-bit targets (8 hop records
+//! of 24 bytes plus 64 bytes of scalars); it does not fit
+//! `ICSK_CA_PRIV_SIZE` (104 bytes) and is meant to live in a separately
+//! allocated per-socket object.
+
+use super::fixed::{
+    div_wide, mul_wide, ratio_shl, MAX_RATE_BPS, U_MAX, U_ONE, U_SHIFT, WIN_SHIFT,
+};
+use super::params::{HpccParams, Mode};
+use super::wire::{self, IntStack, WireError, MAX_GAP_NS, MAX_HOPS, TS_MASK, TS_SPAN_NS, TS_UNIT_SHIFT, TXB_MASK};
+
+/// Telemetry of one hop, full width (counters already unwrapped).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HopSample {
+    /// Link rate `B` in bits per second, `1..=MAX_RATE_BPS`.
+    pub rate_bps: u64,
+    /// Egress timestamp in ns (switch clock; only differences matter).
+    pub ts_ns: u64,
+    /// Total bytes the port has transmitted (only differences matter).
+    pub tx_bytes: u64,
+    /// Queue length in bytes.
+    pub qlen_bytes: u64,
+}
+
+/// One telemetry event of a flow: an ACK or probe response (sender mode)
+/// or an INT-carrying packet (receiver mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// Host clock in ns when the event was received.
+    pub now_ns: u64,
+    /// Cumulative ACK sequence number carried by the event (sender mode).
+    pub ack_seq: u32,
+    /// The sender's `snd_nxt` when the event is processed (sender mode).
+    pub snd_nxt: u32,
+    /// Path identifier (12-bit XOR of switch IDs on the wire).
+    pub path_id: u16,
+    /// Per-hop telemetry in path order.
+    pub hops: &'a [HopSample],
+}
+
+/// Why an event was stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleReason {
+    /// The sample has no hops.
+    NoHops,
+    /// The sample has more than `MAX_HOPS` hops.
+    TooManyHops,
+    /// A hop's rate is 0 or above `MAX_RATE_BPS`.
+    BadRate,
+    /// A hop's timestamp did not advance.
+    ZeroDts,
+    /// A hop's timestamp or txBytes went backwards.
+    Backwards,
+}
+
+/// What an event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Only recorded the link state (first event, or re-recording after a
+    /// gap too long to unwrap the wire counters).
+    Recorded,
+    /// The path changed: dropped the old records and recorded the new ones.
+    PathChanged,
+    /// Updated `U` and `W` without committing `Wc`.
+    Updated,
+    /// Updated `U` and `W` and committed `Wc = W` (in receiver mode: time to
+    /// send `W` to the sender).
+    Committed,
+    /// Changed nothing.
+    Stale(StaleReason),
+}
+
+/// The result of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// What happened.
+    pub event: Event,
+    /// The window `W` in bytes (unchanged unless `Updated`/`Committed`).
+    pub window_bytes: u32,
+    /// Pacing rate `R = W/T` in bytes per second.
+    pub pacing_rate: u64,
+}
+
+impl Outcome {
+    /// Whether the event was stale.
+    pub fn is_stale(&self) -> bool {
+        matches!(self.event, Event::Stale(_))
+    }
+
+    /// Pacing rate in bits per second (saturating).
+    pub fn pacing_bps(&self) -> u64 {
+        self.pacing_rate.saturating_mul(8)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct HopRecord {
+    ts_ns: u64,
+    tx_bytes: u64,
+    qlen_bytes: u64,
+}
+
+const F_RECORDS: u8 = 1;
+const F_SEQ: u8 = 2;
+const F_TIME: u8 = 4;
+
+/// `u' = BITS_NS · num / den` (bits/s · ns scale: 8 bits per byte, 10^9 ns per s).
+const BITS_NS: u64 = 8_000_000_000;
+
+/// A hop's `u'` as an unevaluated fraction, so hops compare without division.
+#[derive(Clone, Copy)]
+struct Candidate {
+    num: u64,
+    den: u64,
+    saturated: bool,
+    dts: u64,
+}
+
+impl Candidate {
+    fn beats(&self, best: &Candidate) -> bool {
+        match (self.saturated, best.saturated) {
+            (true, false) => true,
+            (_, true) => false,
+            (false, false) => mul_wide(self.num, best.den) > mul_wide(best.num, self.den),
+        }
+    }
+
+    fn u_q40(&self) -> u64 {
+        if self.saturated {
+            return U_MAX;
+        }
+        // num < 2^64, so num · 8e9 < 2^97.
+        ratio_shl(mul_wide(self.num, BITS_NS), self.den, U_SHIFT, U_MAX)
+    }
+}
+
+/// `u'` of one hop against its record, or why the event is stale.
+#[inline]
+fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleReason> {
+    let dts = h.ts_ns.wrapping_sub(r.ts_ns);
+    if dts == 0 {
+        return Err(StaleReason::ZeroDts);
+    }
+    let dtx = h.tx_bytes.wrapping_sub(r.tx_bytes);
+    if dts > i64::MAX as u64 || dtx > i64::MAX as u64 {
+        return Err(StaleReason::Backwards);
+    }
+    let qmin = h.qlen_bytes.min(r.qlen_bytes);
+    // Keep Δts below 2^40 (18 minutes); the rate term keeps its ratio.
+    let k = 24u32.saturating_sub(dts.leading_zeros());
+    let (d_ts, d_tx) = (dts >> k, dtx >> k);
+    // u'/8e9 = (qmin·Δts + Δtx·T) / (B·T·Δts).
+    // qmin·Δts < 2^104, Δtx·T < 2^93: the sum fits.
+    let num = mul_wide(qmin, d_ts).saturating_add(mul_wide(d_tx, t));
+    // B ≤ 2^48, T ≤ 2^30, Δts < 2^40: the product is below 2^118.
+    let den = mul_wide(h.rate_bps, t).wrapping_mul(u128::from(d_ts));
+    // Normalize the denominator to 64 bits, shifting both sides.
+    let s = (128 - den.leading_zeros()).saturating_sub(64);
+    let den = (den >> s) as u64;
+    let num = num >> s;
+    Ok(Candidate {
+        num: num as u64,
+        den,
+        saturated: (num >> 64) != 0,
+        dts,
+    })
+}
+
+/// Wrap-safe "a is after b" on 32-bit TCP sequence numbers.
+#[inline]
+fn seq_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// Per-flow HPCC++ state. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HpccFlow {
+    rec: [HopRecord; MAX_HOPS],
+    /// `U`, Q23.40.
+    u: u64,
+    /// `Wc`, Q47.16 bytes.
+    wc: u64,
+    /// `W`, Q47.16 bytes.
+    w: u64,
+    last_update_time: u64,
+    last_record_ns: u64,
+    last_update_seq: u32,
+    inc_stage: u32,
+    path_id: u16,
+    n_hops: u8,
+    flags: u8,
+    /// Wire rate code of each record (0: recorded from full-width samples).
+    rate_tag: [u8; MAX_HOPS],
+}
+
+impl HpccFlow {
+    /// A new flow: `U = 1`, `incStage = 0`, `W = Wc = init_window`, no records.
+    pub fn new(p: &HpccParams) -> Self {
+        Self {
+            rec: [HopRecord::default(); MAX_HOPS],
+            u: U_ONE,
+            wc: p.init_q,
+            w: p.init_q,
+            last_update_time: 0,
+            last_record_ns: 0,
+            last_update_seq: 0,
+            inc_stage: 0,
+            path_id: 0,
+            n_hops: 0,
+            flags: 0,
+            rate_tag: [0; MAX_HOPS],
+        }
+    }
+
+    /// `U` in Q23.40 (`U_ONE` = 1.0).
+    pub fn u_q40(&self) -> u64 {
+        self.u
+    }
+
+    /// The current window `W` in bytes.
+    pub fn window_bytes(&self) -> u32 {
+        u32::try_from(self.w >> WIN_SHIFT).unwrap_or(u32::MAX)
+    }
+
+    /// The current window `W` in Q47.16 bytes.
+    pub fn window_q16(&self) -> u64 {
+        self.w
+    }
+
+    /// The reference window `Wc` in Q47.16 bytes.
+    pub fn wc_q16(&self) -> u64 {
+        self.wc
+    }
+
+    /// The additive-increase stage counter.
+    pub fn inc_stage(&self) -> u32 {
+        self.inc_stage
+    }
+
+    /// Pacing rate `W/T` for the current window, bytes per second.
+    pub fn pacing_rate(&self, p: &HpccParams) -> u64 {
+        // W < 2^32, pace_mul < 2^62: the product fits, and so does >> 32.
+        (mul_wide(u64::from(self.window_bytes()), p.pace_mul) >> 32) as u64
+    }
+
+    /// Forgets the link records (e.g. after a route change the caller
+    /// detected itself); the next event only records.
+    pub fn drop_records(&mut self) {
+        self.flags &= !F_RECORDS;
+        self.n_hops = 0;
+    }
+
+    /// Runs one event on full-width telemetry.
+    pub fn on_sample(&mut self, p: &HpccParams, s: &Sample<'_>) -> Outcome {
+        self.update(p, s, false, None)
+    }
+
+    /// Parses a Figure-4 INT stack from `buf`, unwraps it against this
+    /// flow's records ([`HpccFlow::widen`]) and runs one event on it. A
+    /// malformed buffer is an error and changes nothing.
+    pub fn on_int(
+        &mut self,
+        p: &HpccParams,
+        buf: &[u8],
+        now_ns: u64,
+        ack_seq: u32,
+        snd_nxt: u32,
+    ) -> Result<Outcome, WireError> {
+        let stack = wire::parse(buf)?;
+        Ok(self.on_stack(p, &stack, now_ns, ack_seq, snd_nxt))
+    }
+
+    /// Like [`HpccFlow::on_int`] on an already parsed stack.
+    pub fn on_stack(
+        &mut self,
+        p: &HpccParams,
+        stack: &IntStack,
+        now_ns: u64,
+        ack_seq: u32,
+        snd_nxt: u32,
+    ) -> Outcome {
+        let mut hops = [HopSample::default(); MAX_HOPS];
+        let resync = self.widen(stack, now_ns, &mut hops);
+        let n = usize::from(stack.n_hops);
+        let s = Sample {
+            now_ns,
+            ack_seq,
+            snd_nxt,
+            path_id: stack.path_id,
+            hops: hops.get(..n).unwrap_or(&[]),
+        };
+        let mut tags = [0u8; MAX_HOPS];
+        for (t, h) in tags.iter_mut().zip(stack.hops()) {
+            *t = h.rate;
+        }
+        self.update(p, &s, resync, Some(&tags))
+    }
+
+    /// Turns the narrow wire fields of `stack` into full-width samples in
+    /// `out`, continuing this flow's records: ts (24 bits of 2 ns) and
+    /// txBytes (20 bits of the rate's unit) advance by their wrap-safe
+    /// difference from the recorded values, qlen is scaled to bytes.
+    ///
+    /// ts is unwrapped to the value nearest the host-clock elapsed time
+    /// since the last record, so a reordered older sample comes out as
+    /// going backwards (and is then stale). Returns `true` when the records
+    /// cannot be continued and the event must only record: no records, a
+    /// different path, hop count or rate code, or more than
+    /// [`wire::MAX_GAP_NS`] since the last record. The values written then
+    /// are the wire values scaled to bytes and ns.
+    pub fn widen(&self, stack: &IntStack, now_ns: u64, out: &mut [HopSample; MAX_HOPS]) -> bool {
+        let gap = now_ns.saturating_sub(self.last_record_ns);
+        let mut resync = self.flags & F_RECORDS == 0
+            || self.path_id != stack.path_id
+            || self.n_hops != stack.n_hops
+            || gap >= MAX_GAP_NS;
+        for (raw, tag) in stack.hops().iter().zip(self.rate_tag.iter()) {
+            resync |= raw.rate != *tag;
+        }
+        for ((raw, rec), o) in stack.hops().iter().zip(self.rec.iter()).zip(out.iter_mut()) {
+            let (bps, shift) = match wire::rate_info(raw.rate) {
+                Some(info) => (info.bps(), info.unit_shift),
+                // Unreachable after `parse`; a zero rate makes the event stale.
+                None => (0, 0),
+            };
+            let ts_raw = u64::from(raw.ts);
+            let tx_raw = u64::from(raw.tx);
+            if resync {
+                o.ts_ns = ts_raw << TS_UNIT_SHIFT;
+                o.tx_bytes = tx_raw << shift;
+            } else {
+                let prev_ts = (rec.ts_ns >> TS_UNIT_SHIFT) & TS_MASK;
+                let d_ns = (ts_raw.wrapping_sub(prev_ts) & TS_MASK) << TS_UNIT_SHIFT;
+                // gap < MAX_GAP_NS here, so the sum cannot overflow.
+                o.ts_ns = if d_ns > gap + MAX_GAP_NS {
+                    rec.ts_ns.wrapping_add(d_ns).wrapping_sub(TS_SPAN_NS)
+                } else {
+                    rec.ts_ns.wrapping_add(d_ns)
+                };
+                let prev_tx = (rec.tx_bytes >> shift) & TXB_MASK;
+                let d_tx = (tx_raw.wrapping_sub(prev_tx) & TXB_MASK) << shift;
+                o.tx_bytes = rec.tx_bytes.wrapping_add(d_tx);
+            }
+            o.qlen_bytes = u64::from(raw.qlen) << shift;
+            o.rate_bps = bps;
+        }
+        resync
+    }
+
+    fn outcome(&self, p: &HpccParams, event: Event) -> Outcome {
+        Outcome {
+            event,
+            window_bytes: self.window_bytes(),
+            pacing_rate: self.pacing_rate(p),
+        }
+    }
+
+    fn record(&mut self, s: &Sample<'_>, tags: Option<&[u8; MAX_HOPS]>) {
+        for (r, h) in self.rec.iter_mut().zip(s.hops.iter()) {
+            *r = HopRecord {
+                ts_ns: h.ts_ns,
+                tx_bytes: h.tx_bytes,
+                qlen_bytes: h.qlen_bytes,
+            };
+        }
+        self.rate_tag = match tags {
+            Some(t) => *t,
+            None => [0; MAX_HOPS],
+        };
+        // s.hops.len() ≤ MAX_HOPS was checked by the caller.
+        self.n_hops = s.hops.len() as u8;
+        self.path_id = s.path_id;
+        self.last_record_ns = s.now_ns;
+        self.flags |= F_RECORDS;
+    }
+
+    fn update(
+        &mut self,
+        p: &HpccParams,
+        s: &Sample<'_>,
+        resync: bool,
+        tags: Option<&[u8; MAX_HOPS]>,
+    ) -> Outcome {
+        let n = s.hops.len();
+        if n == 0 {
+            return self.outcome(p, Event::Stale(StaleReason::NoHops));
+        }
+        if n > MAX_HOPS {
+            return self.outcome(p, Event::Stale(StaleReason::TooManyHops));
+        }
+        if s.hops.iter().any(|h| h.rate_bps == 0 || h.rate_bps > MAX_RATE_BPS) {
+            return self.outcome(p, Event::Stale(StaleReason::BadRate));
+        }
+        if self.flags & F_RECORDS == 0 {
+            self.record(s, tags);
+            return self.outcome(p, Event::Recorded);
+        }
+        if self.path_id != s.path_id || usize::from(self.n_hops) != n {
+            self.record(s, tags);
+            return self.outcome(p, Event::PathChanged);
+        }
+        if resync {
+            self.record(s, tags);
+            return self.outcome(p, Event::Recorded);
+        }
+
+        // MeasureInflight: pick the first hop with the largest u'.
+        let t = p.base_rtt_ns();
+        let mut best: Option<Candidate> = None;
+        for (h, r) in s.hops.iter().zip(self.rec.iter()) {
+            let c = match candidate(h, r, t) {
+                Ok(c) => c,
+                Err(why) => return self.outcome(p, Event::Stale(why)),
+            };
+            best = match best {
+                Some(b) if !c.beats(&b) => Some(b),
+                _ => Some(c),
+            };
+        }
+        let Some(best) = best else {
+            return self.outcome(p, Event::Stale(StaleReason::NoHops));
+        };
+        let u = best.u_q40();
+        let tau = best.dts.min(t);
+        // U = ((T − tau)·U + tau·u) / T; both terms < 2^93, quotient ≤ max(U, u).
+        let num = mul_wide(self.u, t.saturating_sub(tau)).saturating_add(mul_wide(u, tau));
+        self.u = div_wide(num, t).unwrap_or(U_MAX);
+
+        let update_wc = match p.mode() {
+            Mode::Sender => {
+                let go = self.flags & F_SEQ == 0 || seq_after(s.ack_seq, self.last_update_seq);
+                if go {
+                    self.last_update_seq = s.snd_nxt;
+                    self.flags |= F_SEQ;
+                }
+                go
+            }
+            Mode::Receiver => {
+                let go = self.flags & F_TIME == 0
+                    || s.now_ns > self.last_update_time.saturating_add(t);
+                if go {
+                    self.last_update_time = s.now_ns;
+                    self.flags |= F_TIME;
+                }
+                go
+            }
+        };
+        self.compute_wind(p, update_wc);
+        self.record(s, tags);
+        self.outcome(p, if update_wc { Event::Committed } else { Event::Updated })
+    }
+
+    /// ComputeWind(U, updateWc).
+    fn compute_wind(&mut self, p: &HpccParams, update_wc: bool) {
+        let multiplicative = self.u >= p.eta_thresh || self.inc_stage >= p.config().max_stage;
+        let base = if multiplicative {
+            // Wc·eta/U: Q16 · Q48 / Q40 = Q24; None (U = 0 or overflow) → ∞.
+            match div_wide(mul_wide(self.wc, p.eta_q48), self.u) {
+                Some(q) => q >> 8,
+                None => u64::MAX,
+            }
+        } else {
+            self.wc
+        };
+        let w = base.saturating_add(p.wai_q).max(p.min_q).min(p.max_q);
+        self.w = w;
+        if update_wc {
+            self.wc = w;
+            self.inc_stage = if multiplicative {
+                0
+            } else {
+                self.inc_stage.saturating_add(1)
+            };
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Host-only companions of the `no_std` core, shared by the tests, the
+//! replay tool, the scenario model and the benchmarks:
+//!
+//! * [`RefFlow`]: the HPCC++ law written directly from the drafts in `f64`,
+//!   with the same edge-case rules as the core (first event records, path
+//!   change, stale samples, hop choice, clamping), so the two can be
+//!   compared event by event.
+//! * [`gen`]: a small deterministic PRNG and random, valid configurations
+//!   and telemetry traces.
+
+pub mod gen;
+
+use hpcc_core::law::{Event, HopSample, Sample, StaleReason};
+use hpcc_core::params::{HpccParams, Mode};
+use hpcc_core::wire::MAX_HOPS;
+
+/// Parameters of the reference model, in `f64` (ns, bytes, bits/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefParams {
+    /// Base RTT `T` in ns.
+    pub t_ns: f64,
+    /// Target utilization.
+    pub eta: f64,
+    /// `maxStage`.
+    pub max_stage: u32,
+    /// `W_ai` in bytes.
+    pub wai: f64,
+    /// Initial window, bytes.
+    pub init: f64,
+    /// Window bounds, bytes.
+    pub min: f64,
+    /// Window bounds, bytes.
+    pub max: f64,
+    /// Sender or receiver mode.
+    pub mode: Mode,
+    /// Largest accepted hop rate (same validity rule as the core).
+    pub max_rate_bps: u64,
+}
+
+impl RefParams {
+    /// The same parameters as a validated core parameter set (`W_ai` after
+    /// the default rule).
+    pub fn from_params(p: &HpccParams) -> Self {
+        let c = p.config();
+        Self {
+            t_ns: c.base_rtt_ns as f64,
+            eta: f64::from(c.eta_ppm) / 1e6,
+            max_stage: c.max_stage,
+            wai: f64::from(p.wai_bytes()),
+            init: f64::from(c.init_window_bytes),
+            min: f64::from(c.min_window_bytes),
+            max: f64::from(c.max_window_bytes),
+            mode: c.mode,
+            max_rate_bps: hpcc_core::fixed::MAX_RATE_BPS,
+        }
+    }
+}
+
+/// Result of one reference event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefOutcome {
+    /// What happened (same classification as the core).
+    pub event: Event,
+    /// `W` in bytes, unrounded.
+    pub window: f64,
+    /// `U` after the event.
+    pub u: f64,
+    /// `incStage` after the event.
+    pub inc_stage: u32,
+}
+
+/// The reference flow state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefFlow {
+    recs: Vec<HopSample>,
+    has_records: bool,
+    path_id: u16,
+    /// `U`.
+    pub u: f64,
+    /// `Wc`, bytes.
+    pub wc: f64,
+    /// `W`, bytes.
+    pub w: f64,
+    /// `incStage`.
+    pub inc_stage: u32,
+    last_update_seq: Option<u32>,
+    last_update_time: Option<u64>,
+}
+
+impl RefFlow {
+    /// `U = 1`, `incStage = 0`, `W = Wc = init`.
+    pub fn new(p: &RefParams) -> Self {
+        Self {
+            recs: Vec::new(),
+            has_records: false,
+            path_id: 0,
+            u: 1.0,
+            wc: p.init,
+            w: p.init,
+            inc_stage: 0,
+            last_update_seq: None,
+            last_update_time: None,
+        }
+    }
+
+    fn out(&self, event: Event) -> RefOutcome {
+        RefOutcome { event, window: self.w, u: self.u, inc_stage: self.inc_stage }
+    }
+
+    fn record(&mut self, s: &Sample<'_>) {
+        self.recs = s.hops.to_vec();
+        self.path_id = s.path_id;
+        self.has_records = true;
+    }
+
+    /// NewAck / NewINT on one full-width sample.
+    pub fn on_sample(&mut self, p: &RefParams, s: &Sample<'_>) -> RefOutcome {
+        let n = s.hops.len();
+        if n == 0 {
+            return self.out(Event::Stale(StaleReason::NoHops));
+        }
+        if n > MAX_HOPS {
+            return self.out(Event::Stale(StaleReason::TooManyHops));
+        }
+        if s.hops.iter().any(|h| h.rate_bps == 0 || h.rate_bps > p.max_rate_bps) {
+            return self.out(Event::Stale(StaleReason::BadRate));
+        }
+        if !self.has_records {
+            self.record(s);
+            return self.out(Event::Recorded);
+        }
+        if self.path_id != s.path_id || self.recs.len() != n {
+            self.record(s);
+            return self.out(Event::PathChanged);
+        }
+        // MeasureInflight.
+        let mut best: Option<(f64, f64)> = None; // (u', tau)
+        for (h, r) in s.hops.iter().zip(&self.recs) {
+            let dts = h.ts_ns.wrapping_sub(r.ts_ns);
+            let dtx = h.tx_bytes.wrapping_sub(r.tx_bytes);
+            if dts == 0 {
+                return self.out(Event::Stale(StaleReason::ZeroDts));
+            }
+            if dts > i64::MAX as u64 || dtx > i64::MAX as u64 {
+                return self.out(Event::Stale(StaleReason::Backwards));
+            }
+            let b = h.rate_bps as f64; // bits/s
+            let bt = b * p.t_ns / 8e9; // bytes
+            let tx_rate = dtx as f64 / dts as f64 * 8e9; // bits/s
+            let qmin = h.qlen_bytes.min(r.qlen_bytes) as f64;
+            let u = qmin / bt + tx_rate / b;
+            match best {
+                Some((bu, _)) if !(u > bu) => {}
+                _ => best = Some((u, dts as f64)),
+            }
+        }
+        let (u, dts) = best.unwrap_or((0.0, 0.0));
+        let tau = dts.min(p.t_ns);
+        self.u = (1.0 - tau / p.t_ns) * self.u + tau / p.t_ns * u;
+        let update_wc = match p.mode {
+            Mode::Sender => {
+                let go = match self.last_update_seq {
+                    None => true,
+                    Some(l) => (s.ack_seq.wrapping_sub(l) as i32) > 0,
+                };
+                if go {
+                    self.last_update_seq = Some(s.snd_nxt);
+                }
+                go
+            }
+            Mode::Receiver => {
+                let go = match self.last_update_time {
+                    None => true,
+                    Some(l) => (s.now_ns as f64) > l as f64 + p.t_ns,
+                };
+                if go {
+                    self.last_update_time = Some(s.now_ns);
+                }
+                go
+            }
+        };
+        // ComputeWind.
+        let md = self.u >= p.eta || self.inc_stage >= p.max_stage;
+        let w = if md {
+            if self.u == 0.0 {
+                f64::INFINITY
+            } else {
+                self.wc / (self.u / p.eta) + p.wai
+            }
+        } else {
+            self.wc + p.wai
+        };
+        self.w = w.clamp(p.min, p.max);
+        if update_wc {
+            self.wc = self.w;
+            self.inc_stage = if md { 0 } else { self.inc_stage + 1 };
+        }
+        self.record(s);
+        self.out(if update_wc { Event::Committed } else { Event::Updated })
+    }
+}
