@@ -8,8 +8,7 @@
 //! |---|---|---|---|
 //! | normalized inflight `U`, per-hop `u'` | `u64` | Q23.40 (`U_ONE` = 2^40) | `[0, 2^23]`, saturating at [`U_MAX`] |
 //! | windows `W`, `Wc`, `W_ai` | `u64` | Q47.16 bytes (`WIN_ONE` = 2^16) | `[0, 2^31]` bytes |
-//! | `eta` as configured | `u32` | parts per million ([`ETA_SCALE`]) | `(0, 10^6]` |
-//! | `eta` in the division | `u64` | Q48 (`eta · 2^48`, rounded) | `(0, 2^48]` |
+//! | `eta` | `u32` | parts per million ([`ETA_SCALE`]), exact | `(0, 10^6]` |
 //!
 //! Products are formed as exact `u64 × u64 → u128` widening multiplies
 //! ([`mul_wide`]); the only division wider than 64 bits is [`div_wide`], a
@@ -28,10 +27,11 @@
 //!   ≤ 2^-40 absolute per step. Because the EWMA contracts, the accumulated
 //!   absolute error stays below `2^-40 · T/τ_min` (≤ 2^-30 while samples
 //!   are at least `T/1024` apart).
-//! * `W = Wc·eta/U + W_ai`: `eta` in Q48 is within 2^-48 absolute (relative
-//!   ≤ 2^-28 even at eta = 1 ppm); the quotient is floored to 2^-24 bytes and
-//!   then to 2^-16 bytes. Relative error of one step is therefore about
-//!   `ε_U/U + 2^-28 + 2^-16/W`, i.e. below 10^-6 for `U ≥ 2^-20`.
+//! * `W = Wc·eta/U + W_ai`: formed as `Wc_q16·eta_ppm·2^48 / (U_q40·10^6)`,
+//!   exact up to the final floor (2^-16 bytes) while `U < 16`; above that
+//!   both sides are shifted down (≤ 2^-63 relative). The threshold test
+//!   `U ≥ eta` is exact (against `ceil(eta·2^40)`). Relative error of one
+//!   step is therefore about `ε_U/U + 2^-16/W`, below 10^-6 for `U ≥ 2^-20`.
 //!   Because `W ≤ max_window`, an unclamped `W` implies
 //!   `U ≥ eta·Wc/max_window`, so `ε_U/U` is only large when `Wc` is a tiny
 //!   fraction of `max_window` (ratios beyond 2^20).
@@ -63,9 +63,6 @@ pub const WIN_ONE: u64 = 1 << WIN_SHIFT;
 /// Scale of the configured `eta`: parts per million, so decimal values such
 /// as 0.95 are represented exactly.
 pub const ETA_SCALE: u32 = 1_000_000;
-
-/// Fractional bits of the internal `eta` used in the multiplicative step.
-pub const ETA_SHIFT: u32 = 48;
 
 /// Largest link rate accepted in a sample, in bits per second (2^48 ≈ 281
 /// Tb/s). Keeps `B·T·Δts` below 2^118.

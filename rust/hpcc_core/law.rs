@@ -56,8 +56,12 @@
 //! allocated per-socket object.
 
 use super::fixed::{
-    div_wide, mul_wide, ratio_shl, MAX_RATE_BPS, U_MAX, U_ONE, U_SHIFT, WIN_SHIFT,
+    div_wide, mul_wide, ratio_shl, ETA_SCALE, MAX_RATE_BPS, U_MAX, U_ONE, U_SHIFT, WIN_SHIFT,
 };
+
+/// Extra scaling of the `Wc·eta` numerator: with `U` in Q40 the quotient
+/// comes out in Q24, 8 bits finer than the window format.
+const ETA_NUM_SHIFT: u32 = 48;
 use super::params::{HpccParams, Mode};
 use super::wire::{self, IntStack, WireError, MAX_GAP_NS, MAX_HOPS, TS_MASK, TS_SPAN_NS, TS_UNIT_SHIFT, TXB_MASK};
 
@@ -218,6 +222,24 @@ fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleRea
     })
 }
 
+/// `Wc·eta/U` in Q47.16 bytes, `u64::MAX` when `U = 0` or on overflow.
+///
+/// Computed as `Wc_q16 · eta_ppm · 2^48 / (U_q40 · 10^6)`, which is Q24:
+/// the numerator is below 2^115; the denominator is below 2^64 (and the
+/// result is exact up to the final floor) whenever `U < 16`, and is
+/// otherwise shifted down together with the numerator (≤ 2^-63 relative).
+#[inline]
+fn wc_eta_over_u(wc_q16: u64, eta_ppm: u32, u_q40: u64) -> u64 {
+    let num = mul_wide(wc_q16, u64::from(eta_ppm)) << ETA_NUM_SHIFT;
+    let den = mul_wide(u_q40, u64::from(ETA_SCALE));
+    let s = (128 - den.leading_zeros()).saturating_sub(64);
+    match div_wide(num >> s, (den >> s) as u64) {
+        // Q16 · 2^48 / Q40 = Q24; drop 8 bits to Q16.
+        Some(q24) => q24 >> (WIN_SHIFT + ETA_NUM_SHIFT - U_SHIFT - WIN_SHIFT),
+        None => u64::MAX,
+    }
+}
+
 /// Wrap-safe "a is after b" on 32-bit TCP sequence numbers.
 #[inline]
 fn seq_after(a: u32, b: u32) -> bool {
@@ -370,6 +392,7 @@ impl HpccFlow {
             resync |= raw.rate != *tag;
         }
         for ((raw, rec), o) in stack.hops().iter().zip(self.rec.iter()).zip(out.iter_mut()) {
+            // unit_shift ≤ 12 (table), so the wrapping shifts below never wrap.
             let (bps, shift) = match wire::rate_info(raw.rate) {
                 Some(info) => (info.bps(), info.unit_shift),
                 // Unreachable after `parse`; a zero rate makes the event stale.
@@ -379,21 +402,21 @@ impl HpccFlow {
             let tx_raw = u64::from(raw.tx);
             if resync {
                 o.ts_ns = ts_raw << TS_UNIT_SHIFT;
-                o.tx_bytes = tx_raw << shift;
+                o.tx_bytes = tx_raw.wrapping_shl(shift);
             } else {
                 let prev_ts = (rec.ts_ns >> TS_UNIT_SHIFT) & TS_MASK;
                 let d_ns = (ts_raw.wrapping_sub(prev_ts) & TS_MASK) << TS_UNIT_SHIFT;
-                // gap < MAX_GAP_NS here, so the sum cannot overflow.
-                o.ts_ns = if d_ns > gap + MAX_GAP_NS {
+                // Nearest candidate to the host-clock gap (< MAX_GAP_NS here).
+                o.ts_ns = if d_ns > gap.saturating_add(MAX_GAP_NS) {
                     rec.ts_ns.wrapping_add(d_ns).wrapping_sub(TS_SPAN_NS)
                 } else {
                     rec.ts_ns.wrapping_add(d_ns)
                 };
-                let prev_tx = (rec.tx_bytes >> shift) & TXB_MASK;
-                let d_tx = (tx_raw.wrapping_sub(prev_tx) & TXB_MASK) << shift;
+                let prev_tx = rec.tx_bytes.wrapping_shr(shift) & TXB_MASK;
+                let d_tx = (tx_raw.wrapping_sub(prev_tx) & TXB_MASK).wrapping_shl(shift);
                 o.tx_bytes = rec.tx_bytes.wrapping_add(d_tx);
             }
-            o.qlen_bytes = u64::from(raw.qlen) << shift;
+            o.qlen_bytes = u64::from(raw.qlen).wrapping_shl(shift);
             o.rate_bps = bps;
         }
         resync
@@ -506,11 +529,7 @@ impl HpccFlow {
     fn compute_wind(&mut self, p: &HpccParams, update_wc: bool) {
         let multiplicative = self.u >= p.eta_thresh || self.inc_stage >= p.config().max_stage;
         let base = if multiplicative {
-            // Wc·eta/U: Q16 · Q48 / Q40 = Q24; None (U = 0 or overflow) → ∞.
-            match div_wide(mul_wide(self.wc, p.eta_q48), self.u) {
-                Some(q) => q >> 8,
-                None => u64::MAX,
-            }
+            wc_eta_over_u(self.wc, p.config().eta_ppm, self.u)
         } else {
             self.wc
         };

@@ -5,7 +5,7 @@
 //! fixed-point constants the per-sample path needs, returning
 //! [`HpccParams`]. The per-sample path only ever sees validated parameters.
 
-use super::fixed::{mul_wide, ETA_SCALE, ETA_SHIFT, U_SHIFT, WIN_SHIFT};
+use super::fixed::{mul_wide, ETA_SCALE, U_SHIFT, WIN_SHIFT};
 
 /// Where the law runs (draft section 4.2 `NewAck` or section 6.3.2 `NewINT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,9 +129,6 @@ impl HpccConfig {
         };
         let scale = u64::from(ETA_SCALE);
         let ppm = u64::from(self.eta_ppm);
-        // eta in Q48, rounded to nearest: ppm · 2^48 < 2^68, so use 128 bits.
-        let eta_q48 =
-            div_u128_small(mul_wide(ppm, 1 << ETA_SHIFT).saturating_add(u128::from(scale / 2)), scale);
         // Exact threshold: U ≥ eta ⟺ U_q40 ≥ ceil(ppm · 2^40 / 10^6).
         let eta_thresh = div_u128_small(mul_wide(ppm, 1 << U_SHIFT).saturating_add(u128::from(scale - 1)), scale);
         // Pacing reciprocal: 10^9 · 2^32 / T, T ≥ 1 so it fits in 2^62.
@@ -139,7 +136,6 @@ impl HpccConfig {
         Ok(HpccParams {
             cfg: *self,
             wai_q: wai << WIN_SHIFT,
-            eta_q48,
             eta_thresh,
             pace_mul,
             init_q: u64::from(self.init_window_bytes) << WIN_SHIFT,
@@ -167,7 +163,6 @@ fn div_u128_small(n: u128, d: u64) -> u64 {
 pub struct HpccParams {
     cfg: HpccConfig,
     pub(crate) wai_q: u64,
-    pub(crate) eta_q48: u64,
     pub(crate) eta_thresh: u64,
     pub(crate) pace_mul: u64,
     pub(crate) init_q: u64,

@@ -256,7 +256,7 @@ pub fn encode(stack: &IntStack, out: &mut [u8]) -> Result<usize, WireError> {
     let len = encoded_len(n);
     let dst = out.get_mut(..len).ok_or(WireError::Truncated)?;
     let word = ((stack.n_hops as u16) << NHOP_POS) | (stack.path_id & PATHID_MASK);
-    let (hdr, body) = dst.split_at_mut(HDR_LEN);
+    let (hdr, body) = dst.split_at_mut_checked(HDR_LEN).ok_or(WireError::Truncated)?;
     for (d, s) in hdr.iter_mut().zip(word.to_be_bytes().iter().chain([0u8, 0].iter())) {
         *d = *s;
     }

@@ -1,0 +1,404 @@
+//! The control law's rules and edge cases, each checked on hand-built
+//! samples with exactly computable results.
+
+use hpcc_core::fixed::{U_MAX, U_ONE, WIN_ONE};
+use hpcc_core::law::{Event, HopSample, HpccFlow, Sample, StaleReason};
+use hpcc_core::params::{HpccConfig, HpccParams, Mode, ParamError};
+
+const T: u64 = 10_000; // 10 µs
+const B: u64 = 100_000_000_000; // 100 Gb/s
+const BDP: u64 = B / 8 * T / 1_000_000_000; // 125_000 bytes
+
+fn cfg() -> HpccConfig {
+    HpccConfig {
+        base_rtt_ns: T,
+        eta_ppm: 950_000,
+        max_stage: 3,
+        wai_bytes: 1_000,
+        expected_flows: 0,
+        init_window_bytes: BDP as u32,
+        min_window_bytes: 1_500,
+        max_window_bytes: 4 * BDP as u32,
+        mode: Mode::Sender,
+    }
+}
+
+/// A one-hop path whose hop has sent `tx` bytes by `ts` with queue `q`.
+struct Path {
+    hops: Vec<HopSample>,
+    seq: u32,
+    now: u64,
+    path_id: u16,
+}
+
+impl Path {
+    fn new(n: usize) -> Self {
+        Path {
+            hops: vec![HopSample { rate_bps: B, ts_ns: 1_000_000, tx_bytes: 5_000_000, qlen_bytes: 0 }; n],
+            seq: 1000,
+            now: 50_000_000,
+            path_id: 7,
+        }
+    }
+    /// Advances hop `i` by `dts` ns at `util` of line rate with queue `q`.
+    fn advance(&mut self, i: usize, dts: u64, util_ppm: u64, q: u64) {
+        let h = &mut self.hops[i];
+        h.ts_ns = h.ts_ns.wrapping_add(dts);
+        h.tx_bytes = h.tx_bytes.wrapping_add(B / 8 * dts / 1_000_000_000 * util_ppm / 1_000_000);
+        h.qlen_bytes = q;
+    }
+    fn sample(&mut self, ack_seq: u32) -> Sample<'_> {
+        self.now += T;
+        Sample { now_ns: self.now, ack_seq, snd_nxt: self.seq, path_id: self.path_id, hops: &self.hops }
+    }
+}
+
+fn params(c: HpccConfig) -> HpccParams {
+    c.validate().unwrap()
+}
+
+#[test]
+fn validation_rejects_each_bad_field_with_its_error() {
+    let d = cfg();
+    let bad = [
+        (HpccConfig { base_rtt_ns: 0, ..d }, ParamError::BaseRtt),
+        (HpccConfig { base_rtt_ns: 1_000_000_001, ..d }, ParamError::BaseRtt),
+        (HpccConfig { eta_ppm: 0, ..d }, ParamError::Eta),
+        (HpccConfig { eta_ppm: 1_000_001, ..d }, ParamError::Eta),
+        (HpccConfig { wai_bytes: (1 << 31) + 1, ..d }, ParamError::Wai),
+        (HpccConfig { wai_bytes: 0, expected_flows: 0, ..d }, ParamError::ExpectedFlows),
+        (HpccConfig { wai_bytes: 0, expected_flows: 1, eta_ppm: 1_000_000, ..d }, ParamError::DefaultWaiZero),
+        (HpccConfig { min_window_bytes: 0, ..d }, ParamError::Windows),
+        (HpccConfig { min_window_bytes: BDP as u32 + 1, ..d }, ParamError::Windows),
+        (HpccConfig { max_window_bytes: BDP as u32 - 1, ..d }, ParamError::Windows),
+        (HpccConfig { max_window_bytes: (1 << 31) + 1, init_window_bytes: 1 << 31, ..d }, ParamError::Windows),
+    ];
+    for (c, e) in bad {
+        assert_eq!(c.validate(), Err(e), "{c:?}");
+        assert!(!e.describe().is_empty());
+    }
+    assert!(HpccConfig::DEFAULT.validate().is_ok());
+    // Extremes of the supported ranges are accepted.
+    let ok = HpccConfig {
+        base_rtt_ns: 1,
+        eta_ppm: 1,
+        max_stage: u32::MAX,
+        init_window_bytes: 1 << 31,
+        min_window_bytes: 1,
+        max_window_bytes: 1 << 31,
+        ..d
+    };
+    assert!(ok.validate().is_ok());
+    assert!(HpccConfig { base_rtt_ns: 1_000_000_000, ..d }.validate().is_ok());
+}
+
+#[test]
+fn default_wai_follows_the_rule_of_thumb() {
+    // W_ai = W_init (1 − eta) / N = 125000 · 0.05 / 4 = 1562.5 → 1562.
+    let p = params(HpccConfig { wai_bytes: 0, expected_flows: 4, ..cfg() });
+    assert_eq!(p.wai_bytes(), 1562);
+    assert_eq!(params(cfg()).wai_bytes(), 1000);
+}
+
+#[test]
+fn eta_threshold_is_exact() {
+    // ceil(0.95 · 2^40) and 1.0 exactly.
+    let p = params(cfg());
+    assert_eq!(p.eta_threshold_q40(), ((95u128 << 40).div_ceil(100)) as u64);
+    let p = params(HpccConfig { eta_ppm: 1_000_000, ..cfg() });
+    assert_eq!(p.eta_threshold_q40(), U_ONE);
+}
+
+#[test]
+fn new_flow_starts_at_init_window_with_u_one() {
+    let p = params(cfg());
+    let f = HpccFlow::new(&p);
+    assert_eq!(f.window_bytes(), BDP as u32);
+    assert_eq!(f.wc_q16(), BDP * WIN_ONE);
+    assert_eq!(f.u_q40(), U_ONE);
+    assert_eq!(f.inc_stage(), 0);
+    // R = W/T: 125000 B per 10 µs = 12.5 GB/s = 100 Gb/s: line rate.
+    assert_eq!(f.pacing_rate(&p), 12_500_000_000);
+    assert_eq!(std::mem::size_of::<HpccFlow>(), 256);
+}
+
+#[test]
+fn first_event_only_records() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(2);
+    path.hops[0].qlen_bytes = 10 * BDP; // would be a huge U if measured
+    let o = f.on_sample(&p, &path.sample(2000));
+    assert_eq!(o.event, Event::Recorded);
+    assert_eq!(o.window_bytes, BDP as u32);
+    assert_eq!(o.pacing_rate, 12_500_000_000);
+    assert_eq!(f.u_q40(), U_ONE);
+}
+
+#[test]
+fn full_utilization_gives_multiplicative_decrease_by_eta() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    // One RTT at exactly line rate, no queue: u' = 1, tau = T, so U = 1.
+    path.advance(0, T, 1_000_000, 0);
+    let o = f.on_sample(&p, &path.sample(2000));
+    assert_eq!(o.event, Event::Committed);
+    assert_eq!(f.u_q40(), U_ONE);
+    // W = Wc · eta / U + W_ai = 125000 · 0.95 + 1000.
+    assert_eq!(o.window_bytes, 118_750 + 1_000);
+    assert_eq!(f.wc_q16(), (118_750 + 1_000) * WIN_ONE);
+    assert_eq!(f.inc_stage(), 0);
+    assert_eq!(o.pacing_rate, 119_750 * 100_000);
+}
+
+#[test]
+fn queue_term_uses_min_of_current_and_previous_qlen() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    path.hops[0].qlen_bytes = BDP / 2;
+    f.on_sample(&p, &path.sample(0));
+    // Now 2 BDP of queue, but the previous sample saw 0.5 BDP: u' = 0.5 + 1.
+    path.advance(0, T, 1_000_000, 2 * BDP);
+    f.on_sample(&p, &path.sample(2000));
+    assert_eq!(f.u_q40(), U_ONE + U_ONE / 2);
+    assert_eq!(f.window_bytes(), (125_000.0 * 0.95 / 1.5) as u32 + 1_000);
+}
+
+#[test]
+fn ewma_weight_is_tau_over_t_and_tau_is_capped_at_t() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    // Idle quarter RTT: u' = 0, U = 0.75 · 1 + 0.25 · 0.
+    path.advance(0, T / 4, 0, 0);
+    f.on_sample(&p, &path.sample(0));
+    assert_eq!(f.u_q40(), U_ONE / 4 * 3);
+    // Three RTTs at half rate: tau = T, U = u' = 0.5.
+    path.advance(0, 3 * T, 500_000, 0);
+    f.on_sample(&p, &path.sample(0));
+    assert_eq!(f.u_q40(), U_ONE / 2);
+}
+
+#[test]
+fn chosen_hop_is_the_most_loaded_and_sets_tau() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(3);
+    f.on_sample(&p, &path.sample(0));
+    // Hop 0: idle over T; hop 1: 0.8 over T/2; hop 2: 0.6 over T.
+    path.advance(0, T, 0, 0);
+    path.advance(1, T / 2, 800_000, 0);
+    path.advance(2, T, 600_000, 0);
+    f.on_sample(&p, &path.sample(0));
+    // Hop 1 wins (0.8), tau = T/2: U = 0.5 · 1 + 0.5 · 0.8 = 0.9.
+    let want = (U_ONE as f64 * 0.9) as u64;
+    assert!(f.u_q40().abs_diff(want) <= 1, "{} vs {want}", f.u_q40());
+}
+
+#[test]
+fn additive_increase_for_max_stage_commits_then_multiplicative() {
+    let p = params(cfg()); // maxStage = 3
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    let mut ack = 0u32;
+    let mut wc = BDP;
+    for stage in 1..=3 {
+        // Half load: U = 0.5 < eta → AI.
+        path.advance(0, T, 500_000, 0);
+        path.seq = path.seq.wrapping_add(100_000);
+        ack = ack.wrapping_add(100_000);
+        let o = f.on_sample(&p, &path.sample(ack.wrapping_add(path.seq)));
+        assert_eq!(o.event, Event::Committed);
+        wc += 1_000;
+        assert_eq!(o.window_bytes as u64, wc);
+        assert_eq!(f.inc_stage(), stage);
+    }
+    // incStage = maxStage: multiplicative increase W = Wc · 0.95 / 0.5 + W_ai.
+    path.advance(0, T, 500_000, 0);
+    path.seq = path.seq.wrapping_add(100_000);
+    let o = f.on_sample(&p, &path.sample(path.seq));
+    assert_eq!(o.event, Event::Committed);
+    assert_eq!(o.window_bytes as u64, wc * 19 / 10 + 1_000);
+    assert_eq!(f.inc_stage(), 0);
+}
+
+#[test]
+fn sender_commits_only_when_ack_passes_last_update_seq_wrap_safe() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    path.seq = u32::MAX - 10; // snd_nxt about to wrap
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 1_000_000, 0);
+    // First update commits and sets lastUpdateSeq = snd_nxt = 2^32 − 11.
+    assert_eq!(f.on_sample(&p, &path.sample(5)).event, Event::Committed);
+    let wc = f.wc_q16();
+    // ACKs up to lastUpdateSeq do not commit; W moves, Wc does not.
+    for ack in [u32::MAX - 20, u32::MAX - 11] {
+        path.advance(0, T, 2_000_000, BDP);
+        let o = f.on_sample(&p, &path.sample(ack));
+        assert_eq!(o.event, Event::Updated);
+        assert_eq!(f.wc_q16(), wc);
+        assert!(o.window_bytes < (wc / WIN_ONE) as u32);
+    }
+    // An ACK past it, after the sequence space wrapped, commits.
+    path.seq = 40_000;
+    path.advance(0, T, 1_000_000, 0);
+    assert_eq!(f.on_sample(&p, &path.sample(3)).event, Event::Committed);
+    assert_ne!(f.wc_q16(), wc);
+    // lastUpdateSeq is now 40000.
+    path.advance(0, T, 1_000_000, 0);
+    assert_eq!(f.on_sample(&p, &path.sample(40_000)).event, Event::Updated);
+    path.advance(0, T, 1_000_000, 0);
+    assert_eq!(f.on_sample(&p, &path.sample(40_001)).event, Event::Committed);
+}
+
+#[test]
+fn receiver_commits_when_now_exceeds_last_update_time_plus_t() {
+    let p = params(HpccConfig { mode: Mode::Receiver, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    let hop = |ts: u64, tx: u64| [HopSample { rate_bps: B, ts_ns: ts, tx_bytes: tx, qlen_bytes: 0 }];
+    let ev = |f: &mut HpccFlow, now: u64, h: &[HopSample]| {
+        f.on_sample(&p, &Sample { now_ns: now, ack_seq: 0, snd_nxt: 0, path_id: 1, hops: h }).event
+    };
+    assert_eq!(ev(&mut f, 1_000, &hop(0, 0)), Event::Recorded);
+    assert_eq!(ev(&mut f, 2_000, &hop(1_000, 10_000)), Event::Committed); // first update
+    assert_eq!(ev(&mut f, 2_000 + T, &hop(2_000, 20_000)), Event::Updated); // not > last + T
+    assert_eq!(ev(&mut f, 2_001 + T, &hop(3_000, 30_000)), Event::Committed);
+    assert_eq!(ev(&mut f, 3_000 + T, &hop(4_000, 40_000)), Event::Updated);
+    // Sequence numbers are ignored in receiver mode.
+    assert_eq!(ev(&mut f, 2_002 + 2 * T, &hop(5_000, 50_000)), Event::Committed);
+}
+
+#[test]
+fn zero_utilization_gives_max_window_on_a_multiplicative_step() {
+    let p = params(HpccConfig { max_stage: 0, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 0, 0); // idle for a full RTT: U = 0
+    let o = f.on_sample(&p, &path.sample(2000));
+    assert_eq!(f.u_q40(), 0);
+    assert_eq!(o.window_bytes, 4 * BDP as u32);
+    // With stages left, U = 0 is additive increase instead.
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 0, 0);
+    assert_eq!(f.on_sample(&p, &path.sample(2000)).window_bytes, BDP as u32 + 1_000);
+}
+
+#[test]
+fn window_is_clamped_before_commit() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    // 1000 BDP of queue on both samples: W would be ~119 bytes.
+    path.hops[0].qlen_bytes = 1000 * BDP;
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 1_000_000, 1000 * BDP);
+    let o = f.on_sample(&p, &path.sample(2000));
+    assert_eq!(o.event, Event::Committed);
+    assert_eq!(o.window_bytes, 1_500);
+    assert_eq!(f.wc_q16(), 1_500 * WIN_ONE);
+}
+
+#[test]
+fn path_change_drops_records_and_only_records() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(2);
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 1_000_000, 0);
+    path.advance(1, T, 1_000_000, 0);
+    f.on_sample(&p, &path.sample(2000));
+    let (w, u) = (f.window_bytes(), f.u_q40());
+    // New path ID: the counters are unrelated (going backwards), yet no stale.
+    path.path_id = 8;
+    path.hops[0].ts_ns = 5;
+    let o = f.on_sample(&p, &path.sample(2000));
+    assert_eq!(o.event, Event::PathChanged);
+    assert_eq!((o.window_bytes, f.u_q40()), (w, u));
+    path.advance(0, T, 1_000_000, 0);
+    path.advance(1, T, 1_000_000, 0);
+    assert!(!f.on_sample(&p, &path.sample(2000)).is_stale());
+    // Hop count change.
+    path.hops.pop();
+    assert_eq!(f.on_sample(&p, &path.sample(2000)).event, Event::PathChanged);
+    // Dropping records by hand.
+    f.drop_records();
+    path.advance(0, T, 1_000_000, 0);
+    assert_eq!(f.on_sample(&p, &path.sample(2000)).event, Event::Recorded);
+}
+
+#[test]
+fn stale_samples_change_nothing() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(2);
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 900_000, 0);
+    path.advance(1, T, 900_000, 0);
+    f.on_sample(&p, &path.sample(2000));
+    let before = f.clone();
+    let cases: Vec<(Box<dyn Fn(&mut Vec<HopSample>)>, StaleReason)> = vec![
+        (Box::new(|_h| {}), StaleReason::ZeroDts),                      // duplicate
+        (Box::new(|h| h[1].tx_bytes += 99), StaleReason::ZeroDts),      // non-chosen hop, Δts = 0
+        (Box::new(|h| { h[0].ts_ns += T; h[1].ts_ns -= 1 }), StaleReason::Backwards),
+        (Box::new(|h| { h[0].ts_ns += T; h[1].ts_ns += T; h[1].tx_bytes -= 1 }), StaleReason::Backwards),
+        (Box::new(|h| h[0].rate_bps = 0), StaleReason::BadRate),
+        (Box::new(|h| h[0].rate_bps = (1 << 48) + 1), StaleReason::BadRate),
+        (Box::new(|h| h.clear()), StaleReason::NoHops),
+        (Box::new(|h| h.resize(9, h[0])), StaleReason::TooManyHops),
+    ];
+    for (mutate, why) in cases {
+        let mut hops = path.hops.clone();
+        mutate(&mut hops);
+        let o = f.on_sample(&p, &Sample { now_ns: path.now + 1, ack_seq: 9_999, snd_nxt: 1, path_id: 7, hops: &hops });
+        assert_eq!(o.event, Event::Stale(why));
+        assert_eq!(o.window_bytes, before.window_bytes());
+        assert_eq!(f, before, "{why:?} changed the state");
+    }
+}
+
+#[test]
+fn full_width_counters_may_wrap_u64() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    path.hops[0].ts_ns = u64::MAX - T / 2;
+    path.hops[0].tx_bytes = u64::MAX - 100;
+    f.on_sample(&p, &path.sample(0));
+    path.advance(0, T, 1_000_000, 0);
+    f.on_sample(&p, &path.sample(2000));
+    assert_eq!(f.u_q40(), U_ONE);
+    assert_eq!(f.window_bytes(), 119_750);
+}
+
+#[test]
+fn extreme_inputs_saturate_without_panicking() {
+    for (t, rate, q, dts, dtx) in [
+        (1, 1, u64::MAX, 1, i64::MAX as u64),
+        (1_000_000_000, 1 << 48, u64::MAX, i64::MAX as u64, i64::MAX as u64),
+        (1, 1 << 48, 0, 1, 0),
+        (1_000_000_000, 1, 0, i64::MAX as u64, 1),
+        (1_000, 1_000_000_000, u64::MAX, 1 << 41, 1 << 62),
+    ] {
+        let c = HpccConfig { base_rtt_ns: t, min_window_bytes: 1, init_window_bytes: 1 << 31, max_window_bytes: 1 << 31, ..cfg() };
+        let p = params(c);
+        let mut f = HpccFlow::new(&p);
+        let h0 = [HopSample { rate_bps: rate, ts_ns: 0, tx_bytes: 0, qlen_bytes: q }];
+        let h1 = [HopSample { rate_bps: rate, ts_ns: dts, tx_bytes: dtx, qlen_bytes: q }];
+        f.on_sample(&p, &Sample { now_ns: 0, ack_seq: 0, snd_nxt: 0, path_id: 0, hops: &h0 });
+        let o = f.on_sample(&p, &Sample { now_ns: 1, ack_seq: 1, snd_nxt: 1, path_id: 0, hops: &h1 });
+        assert_eq!(o.event, Event::Committed);
+        assert!(f.u_q40() <= U_MAX);
+        assert!((1..=1 << 31).contains(&o.window_bytes));
+    }
+}
