@@ -94,11 +94,14 @@ impl FallbackParams {
         Ok(())
     }
 
-    /// Clamps a window to `[min_segs, max_segs]`, tolerating crossed bounds.
+    /// Clamps a window to `[min_segs, max_segs]` within
+    /// `[MIN_SEGS_FLOOR, MAX_SEGS_CEIL]`, tolerating crossed bounds (a reader
+    /// racing a parameter write): the lower bound wins. Written without
+    /// `Ord::clamp`, whose `min <= max` assertion is a panic path.
     pub fn clamp(&self, segs: u32) -> u32 {
-        let lo = self.min_segs.max(MIN_SEGS_FLOOR);
-        let hi = self.max_segs.clamp(lo, MAX_SEGS_CEIL.max(lo));
-        segs.clamp(lo, hi)
+        let lo = self.min_segs.max(MIN_SEGS_FLOOR).min(MAX_SEGS_CEIL);
+        let hi = self.max_segs.min(MAX_SEGS_CEIL).max(lo);
+        segs.max(lo).min(hi)
     }
 
     /// The initial window in segments for a flow with this MSS.
@@ -133,19 +136,21 @@ impl Fallback {
         let mut acked = acked;
         if cwnd < ssthresh {
             // Slow start back up to the threshold (only after an RTO).
-            let room = ssthresh - cwnd;
+            let room = ssthresh.saturating_sub(cwnd);
             let step = acked.min(room);
             cwnd = p.clamp(cwnd.saturating_add(step));
-            acked -= step;
+            acked = acked.saturating_sub(step);
             if acked == 0 {
                 return cwnd;
             }
         }
         // Additive increase: ai_segs segments per cwnd segments ACKed.
         self.credit = self.credit.saturating_add(acked.saturating_mul(p.ai_segs));
-        let inc = self.credit / cwnd;
+        // `cwnd >= MIN_SEGS_FLOOR` after `clamp`, so the division is exact;
+        // `checked_div` keeps even an impossible zero from being a panic path.
+        let inc = self.credit.checked_div(cwnd).unwrap_or(0);
         if inc > 0 {
-            self.credit -= inc * cwnd;
+            self.credit = self.credit.saturating_sub(inc.saturating_mul(cwnd));
             cwnd = p.clamp(cwnd.saturating_add(inc));
         }
         // Credit never needs to exceed one window; this keeps it bounded.

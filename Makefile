@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Out-of-tree build of tcp_hpcc.ko plus the project's entry points.
+#
+#   make            build the module against KDIR (default: the cached test kernel)
+#   make run        set up the host if needed, build, boot the VM, run an hpcc flow
+#   make check      set up the host if needed, run every test (host + VM)
+#
+# KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
+
+.PHONY: all modules clean setup kernel run check
+
+all: modules
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(ROOT) LLVM=1 modules
+
+clean:
+	rm -f $(ROOT)/*.ko $(ROOT)/*.mod $(ROOT)/*.mod.c $(ROOT)/Module.symvers $(ROOT)/modules.order
+	find $(ROOT)/rust -name '*.o' -o -name '.*.cmd' -o -name '.*.d' -o -name '*.rmeta' | xargs rm -f
+	rm -f $(ROOT)/.*.cmd $(ROOT)/*.o $(ROOT)/rust/bindings_generated.rs
+
+setup:
+	$(ROOT)/vm/setup-host.sh
+
+kernel: setup
+	$(ROOT)/vm/build-kernel.sh
+
+run:
+	$(ROOT)/vm/run-main.sh
+
+check:
+	$(ROOT)/selftests/run-all.sh

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Input of the bindgen run in Kbuild. The generated rust/bindings_generated.rs
+ * is a build output and never committed. Kbuild's allowlist keeps it to the
+ * types and functions the module uses.
+ */
+#include <linux/kstrtox.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <net/tcp.h>
+
+#include "hpcc_shim.h"
+
+/* Macro-computed constants bindgen cannot see through, as enum constants. */
+enum {
+	HPCC_ICSK_CA_PRIV_SIZE = ICSK_CA_PRIV_SIZE,
+};

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The one safe view of a TCP socket inside a congestion-control hook.
+//!
+//! Every raw `struct sock *` the module receives is wrapped here, once, at
+//! the top of a hook; the rest of the module only sees [`TcpSock`].
+
+use crate::bindings;
+use core::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use core::{marker::PhantomData, ptr::NonNull};
+
+/// Per-socket congestion-control state stored in `icsk_ca_priv`.
+///
+/// # Safety
+///
+/// Implementors must be plain integer data: valid for every bit pattern
+/// (TCP zeroes `icsk_ca_priv` before calling `init`, and we never run drop
+/// glue on it), at most `ICSK_CA_PRIV_SIZE` bytes and at most 8-byte aligned.
+pub(crate) unsafe trait CaPriv: Sized {}
+
+/// A TCP socket handed to one of our `tcp_congestion_ops` hooks.
+///
+/// Invariant: `tp` points to a live `struct tcp_sock` for `'a`, and the TCP
+/// stack serialises our hooks on it (they run with the socket owned, under
+/// the socket lock or in the softirq that holds it). Fields are read and
+/// written through raw field pointers, never through a reference to the
+/// whole socket, because other kernel paths may touch other fields at the
+/// same time.
+pub(crate) struct TcpSock<'a> {
+    tp: NonNull<bindings::tcp_sock>,
+    _hook: PhantomData<&'a mut bindings::tcp_sock>,
+}
+
+/// Reads a field of the wrapped `tcp_sock`.
+macro_rules! get {
+    ($s:expr, $($f:tt)+) => {
+        // SAFETY: by the type invariant `tp` is a live tcp_sock whose CC
+        // fields only our (serialised) hooks and TCP's own locked paths touch.
+        unsafe { core::ptr::addr_of!((*$s.tp.as_ptr()).$($f)+).read() }
+    };
+}
+
+/// Writes a field of the wrapped `tcp_sock`.
+macro_rules! set {
+    ($s:expr, $v:expr, $($f:tt)+) => {
+        // SAFETY: as in `get!`; the hook owns the socket, so the write cannot
+        // race with another writer of this field.
+        unsafe { core::ptr::addr_of_mut!((*$s.tp.as_ptr()).$($f)+).write($v) }
+    };
+}
+
+impl<'a> TcpSock<'a> {
+    /// Wraps the socket a hook received. Returns `None` for a null pointer.
+    ///
+    /// # Safety
+    ///
+    /// `sk` must be the socket pointer TCP passed to one of our
+    /// `tcp_congestion_ops` hooks (so it is a `struct tcp_sock`, which starts
+    /// with its `struct sock`), and the result must not outlive that call.
+    #[inline]
+    pub(crate) unsafe fn from_hook(sk: *mut bindings::sock) -> Option<Self> {
+        NonNull::new(sk.cast::<bindings::tcp_sock>()).map(|tp| Self {
+            tp,
+            _hook: PhantomData,
+        })
+    }
+
+    /// The congestion window in segments (`snd_cwnd`).
+    #[inline]
+    pub(crate) fn cwnd(&self) -> u32 {
+        get!(self, snd_cwnd)
+    }
+
+    /// Sets `snd_cwnd`, kept within `[1, snd_cwnd_clamp]` as TCP requires.
+    #[inline]
+    pub(crate) fn set_cwnd(&mut self, segs: u32) {
+        let clamp = get!(self, snd_cwnd_clamp).max(1);
+        set!(self, segs.clamp(1, clamp), snd_cwnd);
+    }
+
+    /// The slow-start threshold in segments.
+    #[inline]
+    pub(crate) fn ssthresh(&self) -> u32 {
+        get!(self, snd_ssthresh)
+    }
+
+    /// Sets the slow-start threshold (at least 2 segments).
+    #[inline]
+    pub(crate) fn set_ssthresh(&mut self, segs: u32) {
+        set!(self, segs.max(2), snd_ssthresh);
+    }
+
+    /// The current sending MSS in bytes.
+    #[inline]
+    pub(crate) fn mss(&self) -> u32 {
+        get!(self, mss_cache)
+    }
+
+    /// Whether the congestion window is what limits the sender.
+    #[inline]
+    pub(crate) fn is_cwnd_limited(&self) -> bool {
+        // SAFETY: `tp` is a live tcp_sock (type invariant) and a tcp_sock
+        // starts with its `struct sock`, which is what the helper expects.
+        unsafe { bindings::hpcc_tcp_is_cwnd_limited(self.tp.as_ptr().cast()) }
+    }
+
+    /// Asks TCP to pace this flow itself unless a qdisc (`fq`) already does,
+    /// as `tcp_bbr.c` does. TCP then paces at `sk_pacing_rate`.
+    #[inline]
+    pub(crate) fn request_pacing(&mut self) {
+        // SAFETY: the field is a naturally aligned u32 inside the live socket
+        // (type invariant); taking its address creates no reference. The
+        // kernel itself updates it with cmpxchg() and reads it with
+        // smp_load_acquire(), so atomic access is the protocol.
+        let status = unsafe {
+            AtomicU32::from_ptr(core::ptr::addr_of_mut!(
+                (*self.tp.as_ptr()).inet_conn.icsk_inet.sk.sk_pacing_status
+            ))
+        };
+        let _ = status.compare_exchange(
+            bindings::sk_pacing_SK_PACING_NONE,
+            bindings::sk_pacing_SK_PACING_NEEDED,
+            SeqCst,
+            SeqCst,
+        );
+    }
+
+    /// The congestion-control private area, typed.
+    #[inline]
+    pub(crate) fn ca<T: CaPriv>(&mut self) -> &mut T {
+        const {
+            assert!(core::mem::size_of::<T>() <= bindings::HPCC_ICSK_CA_PRIV_SIZE as usize);
+            assert!(core::mem::align_of::<T>() <= 8);
+        }
+        // SAFETY: `icsk_ca_priv` is a `[u64; N]` inside the live socket (type
+        // invariant), so it is 8-byte aligned and large enough for `T` (checked
+        // above). Only our own hooks use this area and TCP serialises them on
+        // this socket, so the exclusive borrow, tied to `&mut self`, is unique.
+        // `T: CaPriv` is valid for any bit pattern, including TCP's zeroing.
+        unsafe {
+            &mut *core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_ca_priv).cast::<T>()
+        }
+    }
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Every test of tcp_hpcc, host and VM, from a fresh machine:
+#   1. host set-up (idempotent), 2. cargo tests of the no_std core and tools,
+#   3. kernel (cached) and a warning-free module build, 4. the kselftests in
+#   the VM. Ends with one line "N passed, N failed, N skipped".
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+results=${HPCC_RESULTS_DIR:-$root/results}
+rm -rf "$results"
+mkdir -p "$results"
+
+passed=0
+failed=0
+skipped=0
+step() { printf '\n=== %s\n' "$*"; }
+verdict() { # verdict <name> <ok?>
+	if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
+}
+finish() {
+	echo
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ "$failed" -eq 0 ]
+	exit $?
+}
+
+step "host set-up"
+"$root/vm/setup-host.sh" || { verdict host-setup 1; finish; }
+
+step "host tests (cargo test)"
+CARGO_TERM_COLOR=never cargo test --workspace 2>&1 | tee "$results/cargo-test.log"
+cargo_rc=${PIPESTATUS[0]}
+read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$results/cargo-test.log")
+passed=$((passed + cp))
+failed=$((failed + cf))
+if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
+
+step "kernel (cached by source, config and toolchain)"
+start=$(date +%s)
+kdir=$("$root/vm/build-kernel.sh" | tail -n1) || { verdict kernel-build 1; finish; }
+echo "kernel ready in $(( $(date +%s) - start )) s: $kdir"
+
+step "module build"
+make -C "$root" KDIR="$kdir" clean >/dev/null 2>&1
+make -C "$root" KDIR="$kdir" modules 2>&1 | tee "$results/module-build.log"
+mb_rc=${PIPESTATUS[0]}
+verdict module-builds "$mb_rc"
+if [ "$mb_rc" -ne 0 ]; then finish; fi
+! grep -qi 'warning' "$results/module-build.log"
+verdict module-build-warning-free $?
+
+step "kselftests in the VM"
+"$root/vm/run" -k "$kdir" -w "$results" -- "$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
+vm_rc=${PIPESTATUS[0]}
+shopt -s nullglob
+ktaps=("$results"/*.ktap)
+if [ ${#ktaps[@]} -eq 0 ]; then
+	echo "no KTAP output from the VM (exit $vm_rc)"
+	verdict vm-boot 1
+else
+	for k in "${ktaps[@]}"; do
+		p=$(grep -c '^ok [0-9]* [^#]*$' "$k")
+		s=$(grep -c '^ok [0-9]* .*# SKIP' "$k")
+		f=$(grep -c '^not ok ' "$k")
+		passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+		if ! grep -q '^# totals:' "$k"; then echo "$(basename "$k") did not finish"; verdict "$(basename "$k" .ktap)-complete" 1; fi
+	done
+fi
+finish
