@@ -51,6 +51,12 @@ verdict module-builds "$mb_rc"
 if [ "$mb_rc" -ne 0 ]; then finish; fi
 ! grep -qi 'warning' "$results/module-build.log"
 verdict module-build-warning-free $?
+# No panic path anywhere in the module's Rust code: not one call into
+# core::panicking (bounds checks, overflow, division by zero, unwrap).
+panics=$(llvm-objdump -dr "$root/rust/tcp_hpcc.o" | grep -c 'core9panicking')
+echo "calls into core::panicking in rust/tcp_hpcc.o: $panics"
+[ "$panics" -eq 0 ]
+verdict module-has-no-panic-paths $?
 
 step "kselftests in the VM"
 "$root/vm/run" -k "$kdir" -w "$results" -- "$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
