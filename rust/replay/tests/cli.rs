@@ -1,0 +1,166 @@
+//! Runs the hpcc-replay binary on the shipped example trace and on broken
+//! inputs and flags.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use hpcc_core::law::{HopSample, HpccFlow, Sample};
+use hpcc_core::params::HpccConfig;
+use serde_json::Value;
+
+const TRACE: &str = include_str!("../examples/trace.jsonl");
+/// Parameters the example trace was produced with (hpcc-scenario --trace).
+const FLAGS: &[&str] = &[
+    "--base-rtt-ns", "10000", "--eta", "0.95", "--max-stage", "5", "--flows", "16",
+    "--init-window-bytes", "125000", "--min-window-bytes", "1500", "--max-window-bytes", "500000",
+];
+
+fn replay(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hpcc-replay"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hpcc-replay");
+    let mut stdin = child.stdin.take().unwrap();
+    // The child may exit early on a bad flag; ignore a broken pipe.
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+fn lines(o: &Output) -> Vec<Value> {
+    String::from_utf8(o.stdout.clone()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn example_trace_replays_like_the_core_and_the_reference() {
+    let o = replay(FLAGS, TRACE);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = lines(&o);
+    let input: Vec<&str> = TRACE.lines().collect();
+    assert_eq!(out.len(), input.len());
+    assert!(input.len() > 300);
+
+    // The same samples through the library directly.
+    let p = HpccConfig {
+        base_rtt_ns: 10_000,
+        eta_ppm: 950_000,
+        max_stage: 5,
+        wai_bytes: 0,
+        expected_flows: 16,
+        init_window_bytes: 125_000,
+        min_window_bytes: 1_500,
+        max_window_bytes: 500_000,
+        mode: hpcc_core::params::Mode::Sender,
+    }
+    .validate()
+    .unwrap();
+    let mut f = HpccFlow::new(&p);
+    let mut committed = 0;
+    for (line, (text, v)) in input.iter().zip(&out).enumerate() {
+        let j: Value = serde_json::from_str(text).unwrap();
+        let hops: Vec<HopSample> = j["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| HopSample {
+                rate_bps: h["rate_bps"].as_u64().unwrap(),
+                ts_ns: h["ts_ns"].as_u64().unwrap(),
+                tx_bytes: h["tx_bytes"].as_u64().unwrap(),
+                qlen_bytes: h["qlen_bytes"].as_u64().unwrap(),
+            })
+            .collect();
+        let s = Sample {
+            now_ns: j["now_ns"].as_u64().unwrap(),
+            ack_seq: j["ack_seq"].as_u64().unwrap() as u32,
+            snd_nxt: j["snd_nxt"].as_u64().unwrap() as u32,
+            path_id: j["path_id"].as_u64().unwrap() as u16,
+            hops: &hops,
+        };
+        let r = f.on_sample(&p, &s);
+        let w = v["window_bytes"].as_u64().unwrap();
+        assert_eq!(w, u64::from(r.window_bytes), "line {}", line + 1);
+        assert_eq!(v["pacing_bps"].as_u64().unwrap(), r.pacing_bps());
+        assert_eq!(v["inc_stage"].as_u64().unwrap(), u64::from(f.inc_stage()));
+        assert_eq!(v["stale"].as_bool().unwrap(), r.is_stale());
+        // serde_json's default float parser may be off by one ulp.
+        let u = f.u_q40() as f64 / (1u64 << 40) as f64;
+        assert!((v["u"].as_f64().unwrap() - u).abs() <= 1e-15 * u.max(1.0));
+        let rw = v["ref_window_bytes"].as_u64().unwrap();
+        assert!(w.abs_diff(rw) as f64 <= 0.005 * rw as f64 + 1.0, "line {}: {w} vs {rw}", line + 1);
+        if v["event"] == "committed" {
+            committed += 1;
+        }
+    }
+    assert_eq!(out[0]["event"], "recorded");
+    assert_eq!(out[0]["window_bytes"], 125_000);
+    assert!(committed >= 30, "about one commit per RTT over 40 RTTs, got {committed}");
+    // Field order as documented.
+    let first = String::from_utf8(o.stdout.clone()).unwrap();
+    assert!(first.starts_with(r#"{"window_bytes":125000,"ref_window_bytes":125000,"u":1.0,"inc_stage":0,"pacing_bps":100000000000,"stale":false"#));
+}
+
+#[test]
+fn receiver_mode_commits_by_time() {
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--mode", "receiver"]);
+    let out = lines(&replay(&flags, TRACE));
+    let commits = out.iter().filter(|v| v["event"] == "committed").count();
+    // now advances 1.25 µs per sample: a commit every 9th sample (> T = 10 µs).
+    assert!((30..=40).contains(&commits), "{commits}");
+}
+
+#[test]
+fn stale_and_path_change_lines_are_reported() {
+    let mut input: Vec<&str> = TRACE.lines().take(5).collect();
+    input.push(input[4]); // duplicate: Δts = 0
+    let t: String = input.join("\n");
+    let out = lines(&replay(FLAGS, &t));
+    assert_eq!(out.len(), 6);
+    assert_eq!(out[5]["stale"], true);
+    assert_eq!(out[5]["window_bytes"], out[4]["window_bytes"]);
+    let moved = TRACE.lines().nth(5).unwrap().replace("\"path_id\":1382", "\"path_id\":7");
+    let t = format!("{}\n\n{}\n", TRACE.lines().take(5).collect::<Vec<_>>().join("\n"), moved);
+    let out = lines(&replay(FLAGS, &t));
+    assert_eq!(out.len(), 6, "blank lines are skipped");
+    assert_eq!(out[5]["event"], "path_changed");
+}
+
+#[test]
+fn malformed_line_is_an_error_naming_its_number() {
+    let mut input: Vec<String> = TRACE.lines().take(4).map(String::from).collect();
+    input[2] = r#"{"now_ns":1,"ack_seq":2,"snd_nxt":3,"path_id":4,"hops":[{"rate_bps":5}]}"#.into();
+    let o = replay(FLAGS, &input.join("\n"));
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("line 3") && err.contains("ts_ns"), "{err}");
+    assert_eq!(lines(&o).len(), 2, "lines before the error are still printed");
+    let o = replay(FLAGS, "{\"now_ns\": 1,\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 1: invalid JSON"));
+}
+
+#[test]
+fn bad_flags_print_usage_and_fail() {
+    for args in [
+        &["--bogus", "1"][..],
+        &["--eta", "1.5"],
+        &["--eta", "0"],
+        &["--eta", "abc"],
+        &["--mode", "both"],
+        &["--max-stage", "-1"],
+        &["--base-rtt-ns", "0"],
+        &["--min-window-bytes", "9", "--max-window-bytes", "8"],
+        &["--wai-bytes"],
+    ] {
+        let o = replay(args, "");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("usage: hpcc-replay"), "{args:?}: {err}");
+    }
+    let o = replay(&["--help"], "");
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--base-rtt-ns"));
+}

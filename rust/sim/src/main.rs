@@ -1,0 +1,135 @@
+//! `hpcc-scenario`: runs the standard fluid scenarios and prints their
+//! figures (`-v`: per-RTT tables); `--trace` instead prints, as replay
+//! JSONL, the samples flow 0 receives in a short late-joiner run (the
+//! shipped example trace rust/replay/examples/trace.jsonl).
+
+use hpcc_sim::{equilibrium_util, fair_rtt, incast, jain, late_joiner, mean, run, settle_rtt, Run, Scenario};
+
+const BDP: f64 = 125_000.0;
+
+fn table(r: &Run, every: usize) {
+    println!("  rtt   util  queue_mean/BDP  queue_max/BDP  Gb/s per flow   windows");
+    for (k, s) in r.rtts.iter().enumerate() {
+        if k % every == 0 || k < 6 {
+            let gbps: Vec<String> = s.flow_bps.iter().map(|b| format!("{:6.2}", b / 1e9)).collect();
+            println!(
+                "  {k:4} {:6.3} {:14.4} {:14.4}  {}  {:?}",
+                s.util,
+                s.queue_mean / BDP,
+                s.queue_max / BDP,
+                gbps.join(" "),
+                s.window
+            );
+        }
+    }
+}
+
+fn shares(r: &Run, from: usize, to: usize) -> Vec<f64> {
+    let n = r.rtts[from].flow_bps.len();
+    (0..n).map(|i| mean(r, from, to, |s| s.flow_bps[i]) / 1e9).collect()
+}
+
+fn incast_report(n: usize, expected: u32, wire: bool, verbose: bool) {
+    let sc: Scenario = incast(n, 200, wire, expected);
+    let r = run(&sc);
+    let target = equilibrium_util(&sc, n);
+    println!(
+        "== {n} flows start together at line rate; 100 Gb/s, T = 10 us, eta = 0.95, maxStage = 5, \
+         W_ai = W_init(1-eta)/{expected} = {} B; {}",
+        sc.cfg.validate().unwrap().wai_bytes(),
+        if wire { "Figure-4 wire path" } else { "full-width samples" }
+    );
+    if verbose {
+        table(&r, 10);
+    }
+    let first: Vec<String> = r.rtts[0].sent_bps.iter().map(|b| format!("{:.1}", b / 1e9)).collect();
+    println!("  first-RTT sending rate per flow: {} Gb/s", first.join(", "));
+    println!("  peak queue: {:.2} BDP", r.rtts.iter().map(|s| s.queue_max).fold(0.0, f64::max) / BDP);
+    println!("  predicted equilibrium utilization eta + n*W_ai/BDP = {target:.4}");
+    println!(
+        "  settled (utilization within 0.01 of it, mean queue < 0.01 BDP, from then on) at RTT {:?}",
+        settle_rtt(&r, 0, target, 0.01, 0.01 * BDP)
+    );
+    let sh = shares(&r, 20, 200);
+    println!(
+        "  RTTs 20..200: utilization {:.4}, mean queue {:.5} BDP, max queue {:.4} BDP, Jain {:.4}",
+        mean(&r, 20, 200, |s| s.util),
+        mean(&r, 20, 200, |s| s.queue_mean) / BDP,
+        r.rtts[20..].iter().map(|s| s.queue_max).fold(0.0, f64::max) / BDP,
+        jain(&sh)
+    );
+}
+
+fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
+    let join: usize = 50;
+    let rtts: usize = 1000;
+    let sc = late_joiner(inc, join as u64, rtts as u64, wire, expected);
+    let r = run(&sc);
+    println!(
+        "== {inc} flow(s), one more joins at line rate at RTT {join}; W_ai = {} B; {}",
+        sc.cfg.validate().unwrap().wai_bytes(),
+        if wire { "Figure-4 wire path" } else { "full-width samples" }
+    );
+    if verbose {
+        table(&r, 25);
+    }
+    let fair = |s: &hpcc_sim::RttStat| s.flow_bps.iter().sum::<f64>() / s.flow_bps.len() as f64;
+    let first = &r.rtts[join + 1];
+    println!(
+        "  RTT {}: new flow at {:.2}x its fair share; peak queue after join {:.2} BDP",
+        join + 1,
+        first.flow_bps[inc] / fair(first),
+        r.rtts[join..].iter().map(|s| s.queue_max).fold(0.0, f64::max) / BDP
+    );
+    for tol in [0.2, 0.1, 0.05] {
+        println!(
+            "  new flow within {:>2.0}% of fair share from RTT {:?} on",
+            tol * 100.0,
+            fair_rtt(&r, join, inc, tol).map(|k| format!("{k} ({} RTTs after joining)", k - join))
+        );
+    }
+    let sh = shares(&r, rtts - 50, rtts);
+    println!(
+        "  last 50 RTTs: Gb/s per flow {:.2?}, Jain {:.4}, utilization {:.4}, mean queue {:.5} BDP",
+        sh,
+        jain(&sh),
+        mean(&r, rtts - 50, rtts, |s| s.util),
+        mean(&r, rtts - 50, rtts, |s| s.queue_mean) / BDP
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--trace") {
+        let mut sc = late_joiner(1, 10, 40, false, 16);
+        sc.record_flow0 = true;
+        for e in run(&sc).trace {
+            let hops: Vec<String> = e
+                .hops
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{{\"rate_bps\":{},\"ts_ns\":{},\"tx_bytes\":{},\"qlen_bytes\":{}}}",
+                        h.rate_bps, h.ts_ns, h.tx_bytes, h.qlen_bytes
+                    )
+                })
+                .collect();
+            println!(
+                "{{\"now_ns\":{},\"ack_seq\":{},\"snd_nxt\":{},\"path_id\":{},\"hops\":[{}]}}",
+                e.now_ns,
+                e.ack_seq,
+                e.snd_nxt,
+                e.path_id,
+                hops.join(",")
+            );
+        }
+        return;
+    }
+    let v = args.iter().any(|a| a == "-v");
+    for wire in [false, true] {
+        incast_report(4, 16, wire, v);
+        incast_report(4, 4, wire, v);
+        joiner_report(3, 16, wire, v);
+        joiner_report(1, 16, wire, v);
+    }
+}
