@@ -256,10 +256,10 @@ pub fn encode(stack: &IntStack, out: &mut [u8]) -> Result<usize, WireError> {
     let len = encoded_len(n);
     let dst = out.get_mut(..len).ok_or(WireError::Truncated)?;
     let word = ((stack.n_hops as u16) << NHOP_POS) | (stack.path_id & PATHID_MASK);
-    let (hdr, body) = dst.split_at_mut_checked(HDR_LEN).ok_or(WireError::Truncated)?;
-    for (d, s) in hdr.iter_mut().zip(word.to_be_bytes().iter().chain([0u8, 0].iter())) {
+    for (d, s) in dst.iter_mut().zip(word.to_be_bytes().iter().chain([0u8, 0].iter())) {
         *d = *s;
     }
+    let body = dst.get_mut(HDR_LEN..).ok_or(WireError::Truncated)?;
     for (chunk, hop) in body.chunks_exact_mut(HOP_LEN).zip(stack.hops.iter()) {
         for (d, s) in chunk.iter_mut().zip(hop.to_word().to_be_bytes().iter()) {
             *d = *s;
