@@ -163,30 +163,71 @@ const F_TIME: u8 = 4;
 /// `u' = BITS_NS · num / den` (bits/s · ns scale: 8 bits per byte, 10^9 ns per s).
 const BITS_NS: u64 = 8_000_000_000;
 
-/// A hop's `u'` as an unevaluated fraction, so hops compare without division.
+/// A hop's `u'` as an unevaluated fraction `u'/8e9 = n/d · 2^e`, with `n`
+/// and `d` the top 64 bits of the exact 128-bit numerator and denominator
+/// (so at least 63 significant bits each, ≤ 2^-62 relative error), so
+/// hops compare without division.
 #[derive(Clone, Copy)]
 struct Candidate {
-    num: u64,
-    den: u64,
-    saturated: bool,
+    n: u64,
+    d: u64,
+    e: i32,
     dts: u64,
 }
 
+/// Bit length of a `u128`.
+#[inline]
+fn bits(x: u128) -> u32 {
+    128 - x.leading_zeros()
+}
+
+/// The top 64 bits of `x` and how far they were shifted down.
+#[inline]
+fn top64(x: u128) -> (u64, u32) {
+    let s = bits(x).saturating_sub(64);
+    ((x >> s) as u64, s)
+}
+
 impl Candidate {
+    /// `self > best`, exactly on the represented values.
     fn beats(&self, best: &Candidate) -> bool {
-        match (self.saturated, best.saturated) {
-            (true, false) => true,
-            (_, true) => false,
-            (false, false) => mul_wide(self.num, best.den) > mul_wide(best.num, self.den),
+        // n_c·d_b·2^e_c vs n_b·d_c·2^e_b.
+        let p = mul_wide(self.n, best.d);
+        let q = mul_wide(best.n, self.d);
+        if p == 0 {
+            return false;
+        }
+        if q == 0 {
+            return true;
+        }
+        // Compare magnitudes first; |e| ≤ 64 and bits ≤ 128, so the
+        // wrapping operations below never wrap.
+        let lp = (bits(p) as i32).wrapping_add(self.e);
+        let lq = (bits(q) as i32).wrapping_add(best.e);
+        if lp != lq {
+            return lp > lq;
+        }
+        // Same magnitude: align exponents; the shifted side then has the
+        // other's bit length, so it cannot overflow.
+        let diff = self.e.wrapping_sub(best.e);
+        if diff >= 0 {
+            p.checked_shl(diff as u32).unwrap_or(u128::MAX) > q
+        } else {
+            p > q.checked_shl(diff.unsigned_abs()).unwrap_or(u128::MAX)
         }
     }
 
+    /// `u' = 8e9 · n/d · 2^e` in Q23.40, saturating at `U_MAX`.
     fn u_q40(&self) -> u64 {
-        if self.saturated {
-            return U_MAX;
+        // n < 2^64, so n · 8e9 < 2^97.
+        let x = mul_wide(self.n, BITS_NS);
+        let k = self.e.wrapping_add(U_SHIFT as i32);
+        if k >= 0 {
+            ratio_shl(x, self.d, k as u32, U_MAX)
+        } else {
+            let x = x.checked_shr(k.unsigned_abs()).unwrap_or(0);
+            div_wide(x, self.d).unwrap_or(U_MAX).min(U_MAX)
         }
-        // num < 2^64, so num · 8e9 < 2^97.
-        ratio_shl(mul_wide(self.num, BITS_NS), self.den, U_SHIFT, U_MAX)
     }
 }
 
@@ -208,16 +249,15 @@ fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleRea
     // u'/8e9 = (qmin·Δts + Δtx·T) / (B·T·Δts).
     // qmin·Δts < 2^104, Δtx·T < 2^93: the sum fits.
     let num = mul_wide(qmin, d_ts).saturating_add(mul_wide(d_tx, t));
-    // B ≤ 2^48, T ≤ 2^30, Δts < 2^40: the product is below 2^118.
+    // B ≤ 2^48, T ≤ 2^30, Δts < 2^40: the product is below 2^118, and > 0.
     let den = mul_wide(h.rate_bps, t).wrapping_mul(u128::from(d_ts));
-    // Normalize the denominator to 64 bits, shifting both sides.
-    let s = (128 - den.leading_zeros()).saturating_sub(64);
-    let den = (den >> s) as u64;
-    let num = num >> s;
+    let (n, sn) = top64(num);
+    let (d, sd) = top64(den);
     Ok(Candidate {
-        num: num as u64,
-        den,
-        saturated: (num >> 64) != 0,
+        n,
+        d,
+        // sn, sd ≤ 64: no wrap.
+        e: (sn as i32).wrapping_sub(sd as i32),
         dts,
     })
 }
