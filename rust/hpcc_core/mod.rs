@@ -41,4 +41,5 @@ pub mod fallback;
 pub mod fixed;
 pub mod law;
 pub mod params;
+pub mod probe;
 pub mod wire;
