@@ -18,6 +18,7 @@
 //!   mirrored by `include/hpcc_int.h`.
 //! * [`fixed`]: fixed-point formats, documented error bounds, and the
 //!   64-bit-only 128/64 division.
+//! * [`probe`]: probe and response packets that carry the INT stack.
 //! * [`fallback`]: the no-telemetry AIMD law.
 //!
 //! # Use from the kernel glue
@@ -36,6 +37,11 @@
 //! ```
 //! Host tools that already have full-width counters call
 //! [`law::HpccFlow::on_sample`] with a [`law::Sample`].
+//!
+//! Cost of one update (release, x86-64, callgrind instructions /
+//! wall-clock on a busy 2-core host, `rust/bench/cost.sh`): 1 hop 494 Ir /
+//! 47 ns full-width, 806 Ir / 78 ns from the wire; 5 hops 1232 Ir / 103 ns
+//! full-width, 1840 Ir / 141 ns from the wire.
 
 pub mod fallback;
 pub mod fixed;
