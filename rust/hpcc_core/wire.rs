@@ -38,7 +38,8 @@
 //!   same unit and saturates at `0xffff` units, i.e. 2.1–4.2 ms of line
 //!   rate, which is at least one BDP for `T` ≤ 2.1 ms; a saturated queue
 //!   still drives `U` far above `eta`.
-//! * **rate**: a 4-bit code from [`RATES`]; 0 and 12–15 are reserved and
+//! * **rate**: a 4-bit code from [`RATES`] (1–11: 1G–800G; 12, 13: 100M and
+//!   200M for emulated links); 0, 14 and 15 are reserved and
 //!   rejected.
 //!
 //! A switch must report a rate no lower than its port's real egress rate,
@@ -100,7 +101,7 @@ pub struct RateInfo {
 }
 
 /// The rate codes, `RATES[i].code == i + 1`.
-pub const RATES: [RateInfo; 11] = [
+pub const RATES: [RateInfo; 13] = [
     RateInfo { code: 1, mbps: 1_000, unit_shift: 2, name: "1G" },
     RateInfo { code: 2, mbps: 2_500, unit_shift: 4, name: "2G5" },
     RateInfo { code: 3, mbps: 5_000, unit_shift: 5, name: "5G" },
@@ -112,6 +113,10 @@ pub const RATES: [RateInfo; 11] = [
     RateInfo { code: 9, mbps: 200_000, unit_shift: 10, name: "200G" },
     RateInfo { code: 10, mbps: 400_000, unit_shift: 11, name: "400G" },
     RateInfo { code: 11, mbps: 800_000, unit_shift: 12, name: "800G" },
+    // Emulated links (the eBPF switch in selftests/, 100-200 Mb/s): byte
+    // units; qlen saturates at 64 KiB, 2.6-5.2 ms of line rate.
+    RateInfo { code: 12, mbps: 100, unit_shift: 0, name: "100M" },
+    RateInfo { code: 13, mbps: 200, unit_shift: 0, name: "200M" },
 ];
 
 /// The table entry of a rate code, or `None` for a reserved code.
