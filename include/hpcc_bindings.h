@@ -7,6 +7,13 @@
 #include <linux/kstrtox.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/random.h>
+#include <linux/rcupdate.h>
+#include <linux/skbuff.h>
+#include <linux/timekeeping.h>
+#include <net/net_namespace.h>
 #include <net/tcp.h>
 
 #include "hpcc_shim.h"

@@ -9,7 +9,9 @@
 #include <linux/types.h>
 
 struct module;
+struct net;
 struct sock;
+struct sk_buff;
 struct kernel_param_ops;
 
 /* THIS_MODULE, which is a macro. */
@@ -17,5 +19,29 @@ struct module *hpcc_this_module(void);
 
 /* tcp_is_cwnd_limited(), a static inline in <net/tcp.h>. */
 bool hpcc_tcp_is_cwnd_limited(const struct sock *sk);
+
+/* tcp_in_cwnd_reduction() (CWR or Recovery), a static inline. */
+bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk);
+
+/* The socket's IPv4 4-tuple (network order) and netns, through the
+ * inet_sk()/sock_net() inlines and the skc_* macros. Returns false for
+ * anything but an AF_INET socket. */
+bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __be32 *saddr,
+		   __be32 *daddr, __be16 *sport, __be16 *dport);
+
+/* Whether an established (full) TCP socket exists in @net for the given
+ * local/remote 4-tuple (network order), via inet_lookup_established() on
+ * the netns' TCP hash table. */
+bool hpcc_tcp_established(struct net *net, __be32 laddr, __be16 lport,
+			  __be32 raddr, __be16 rport, int dif);
+
+/* alloc_skb(GFP_ATOMIC) + skb_reserve() for a locally built IPv4 packet of
+ * @len bytes; skb_put() then gives the data area. */
+struct sk_buff *hpcc_skb_alloc_ip(unsigned int len);
+
+/* Routes @skb (an IPv4 packet built at skb->data) from @saddr to @daddr in
+ * @net with TOS @tos and sends it with ip_local_out(). Consumes @skb. */
+int hpcc_ip_send(struct net *net, struct sk_buff *skb, __be32 saddr,
+		 __be32 daddr, u8 tos);
 
 #endif /* _HPCC_SHIM_H */

@@ -3,22 +3,42 @@
 //! The `hpcc` entry in TCP's congestion-control table and its hooks.
 //!
 //! Each hook wraps its socket once in [`TcpSock`] and hands plain integers
-//! to the pure core. Until telemetry drives a flow, it runs the core's
-//! no-telemetry fallback ([`Fallback`]): start at the configured window,
-//! additive increase while cwnd-limited, multiplicative decrease on loss or
-//! ECN, always within `[min_cwnd_segs, max_cwnd_segs]`.
+//! to the pure core. `cong_control` (called on every ACK, instead of TCP's
+//! own cwnd and pacing updates, as for BBR) does three things:
+//!
+//! 1. applies the newest validated probe response, if one arrived, to the
+//!    flow's HPCC++ law (MeasureInflight / ComputeWind / NewAck, with the
+//!    probe's `snd_nxt` as the ACKed sequence);
+//! 2. sends a probe if data is in flight and the last probe is at least one
+//!    probe interval (default: one RTT) old;
+//! 3. sets cwnd = ⌈W / mss⌉ and the pacing rate W / T while telemetry is
+//!    fresh, or otherwise runs the no-telemetry fallback ([`Fallback`]):
+//!    additive increase while cwnd-limited, an immediate cut to `ssthresh`
+//!    in CWR/Recovery (`ssthresh` is the fallback's multiplicative
+//!    decrease), and TCP's usual pacing at 1.2 (or 2 below ssthresh/2)
+//!    times cwnd / srtt.
 
 use crate::bindings;
+use crate::flow::{FlowObj, Owned};
 use crate::hpcc_core::fallback::Fallback;
-use crate::params;
+use crate::hpcc_core::law::{Event, HpccFlow};
+use crate::params::{self, Knobs};
+use crate::probe_tx::{self, now_ns};
 use crate::sock::{CaPriv, TcpSock};
+use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
-use core::ffi::c_char;
+use core::ffi::{c_char, c_int};
 use core::mem::MaybeUninit;
 use kernel::error::{to_result, Result};
 
 /// The algorithm name users select with sysctl or `TCP_CONGESTION`.
 pub(crate) const NAME: &str = "hpcc";
+
+/// T used until the flow has an RTT sample, when `base_rtt_us` is 0.
+const DEFAULT_BASE_RTT_NS: u64 = 1_000_000;
+
+/// Telemetry is fresh for this many probe intervals after an update.
+const FRESH_INTERVALS: u64 = 8;
 
 /// Per-socket state in `icsk_ca_priv`.
 #[derive(Default)]
@@ -27,10 +47,13 @@ struct CaState {
     fallback: Fallback,
     /// cwnd before the last reduction, for `undo_cwnd`.
     prior_cwnd: u32,
+    /// The flow's [`FlowObj`], as an address (0: none).
+    flow: usize,
 }
 
-// SAFETY: `CaState` is two `u32`s (Fallback holds one `u32`): valid for every
-// bit pattern, 8 bytes, 4-byte aligned, no drop glue.
+// SAFETY: `CaState` is three integers (Fallback holds one `u32`): valid for
+// every bit pattern, 16 bytes, 8-byte aligned, no drop glue. `flow` is only
+// turned into a pointer after `init` stored a real one.
 unsafe impl CaPriv for CaState {}
 
 /// Runs `f` on the socket a hook received; `default` if the pointer is null.
@@ -44,21 +67,87 @@ fn with_sock<R>(sk: *mut bindings::sock, default: R, f: impl FnOnce(&mut TcpSock
     }
 }
 
+/// The flow's out-of-line state, if it has one.
+#[inline]
+fn flow_of<'a>(tp: &mut TcpSock<'a>) -> Option<&'a FlowObj> {
+    let addr = tp.ca::<CaState>().flow;
+    // SAFETY: a non-zero `flow` was stored by `init` from FlowObj::create
+    // and is freed only by `release`, which TCP never runs concurrently with
+    // another hook of this socket; the reference does not outlive the hook.
+    (addr != 0).then(|| unsafe { &*(addr as *const FlowObj) })
+}
+
+/// T for a flow: the `base_rtt_us` knob, or the flow's minimum RTT.
+fn base_rtt_ns(k: &Knobs, tp: &TcpSock<'_>) -> u64 {
+    if k.base_rtt_us != 0 {
+        return u64::from(k.base_rtt_us) * 1000;
+    }
+    match tp.min_rtt_us() {
+        0 | u32::MAX => DEFAULT_BASE_RTT_NS,
+        us => u64::from(us) * 1000,
+    }
+}
+
 unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
     with_sock(sk, (), |tp| {
-        let p = params::fallback();
+        let k = params::knobs();
+        let p = k.fallback();
         let cwnd = p.initial_segs(tp.mss());
+        let flow = if k.telemetry == 1 { create_flow(tp, &k) } else { 0 };
         *tp.ca::<CaState>() = CaState {
             fallback: Fallback::new(),
             prior_cwnd: cwnd,
+            flow,
         };
         tp.set_cwnd(cwnd);
         // No exponential probe from a small window: additive increase from
         // the configured (about line-rate) window.
         tp.set_ssthresh(cwnd);
-        // Pace, so a line-rate initial window is not one burst into a
-        // shallow switch buffer (TCP paces at 1.2 * cwnd / srtt by default).
+        // Pace (sch_fq, or TCP's internal pacing), at the rate we set.
         tp.request_pacing();
+    })
+}
+
+/// Allocates the flow's telemetry state; 0 if it cannot have one (not
+/// IPv4, invalid parameters for this MSS, no memory or registry slot).
+fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> usize {
+    let Some((net, tuple)) = tp.tuple() else {
+        inc(Counter::FlowsNoState);
+        return 0;
+    };
+    let t = base_rtt_ns(k, tp);
+    let Ok(params) = k.hpcc_params(tp.mss(), t) else {
+        inc(Counter::FlowsNoState);
+        return 0;
+    };
+    let owned = Owned {
+        law: HpccFlow::new(&params),
+        params,
+        base_rtt_ns: t,
+        last_probe_ns: 0,
+        last_update_ns: 0,
+        probes: 0,
+    };
+    match FlowObj::create(net.key(), tuple, owned) {
+        Some(p) => {
+            inc(Counter::FlowsHpcc);
+            p as usize
+        }
+        None => {
+            inc(Counter::FlowsNoState);
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
+    with_sock(sk, (), |tp| {
+        let addr = core::mem::take(&mut tp.ca::<CaState>().flow);
+        if addr != 0 {
+            // SAFETY: `addr` came from FlowObj::create in `init`; taking it
+            // out of the socket makes this the only release.
+            unsafe { FlowObj::release(addr as *mut FlowObj) };
+        }
     })
 }
 
@@ -72,22 +161,114 @@ unsafe extern "C" fn hpcc_ssthresh(sk: *mut bindings::sock) -> u32 {
     })
 }
 
-unsafe extern "C" fn hpcc_cong_avoid(sk: *mut bindings::sock, _ack: u32, acked: u32) {
-    with_sock(sk, (), |tp| {
-        if !tp.is_cwnd_limited() {
-            return;
-        }
-        let p = params::fallback();
-        let (cwnd, ssthresh) = (tp.cwnd(), tp.ssthresh());
-        let next = tp.ca::<CaState>().fallback.on_ack(&p, cwnd, ssthresh, acked);
-        tp.set_cwnd(next);
-    })
-}
-
 unsafe extern "C" fn hpcc_undo_cwnd(sk: *mut bindings::sock) -> u32 {
     with_sock(sk, 2, |tp| {
         let cwnd = tp.cwnd();
         cwnd.max(tp.ca::<CaState>().prior_cwnd)
+    })
+}
+
+/// The probe interval: the knob, or one smoothed RTT (at least T).
+fn probe_interval_ns(k: &Knobs, tp: &TcpSock<'_>, own: &Owned) -> u64 {
+    if k.probe_interval_us != 0 {
+        return u64::from(k.probe_interval_us) * 1000;
+    }
+    (u64::from(tp.srtt_us()) * 1000).max(own.base_rtt_ns)
+}
+
+/// The HPCC++ part of an ACK. Returns the window (bytes) and pacing rate
+/// (bytes/s) to apply while telemetry is fresh.
+fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Option<(u32, u64)> {
+    // SAFETY: we are a congestion-control hook of this socket.
+    let own = unsafe { flow.owned() };
+
+    // Follow the flow's minimum RTT when T is measured (re-validate on a
+    // change of more than 1/8).
+    if k.base_rtt_us == 0 {
+        let t = base_rtt_ns(k, tp);
+        if t.abs_diff(own.base_rtt_ns) > own.base_rtt_ns / 8 {
+            if let Ok(p) = k.hpcc_params(tp.mss(), t) {
+                own.params = p;
+                own.base_rtt_ns = t;
+            }
+        }
+    }
+
+    if let Some(mail) = flow.mailbox.take() {
+        match own.law.on_int(&own.params, &mail.int, mail.rx_ns, mail.snd_nxt, tp.snd_nxt()) {
+            Err(_) => inc(Counter::ResponsesBadInt),
+            Ok(o) => match o.event {
+                Event::Updated | Event::Committed => {
+                    inc(Counter::SamplesApplied);
+                    own.last_update_ns = now;
+                }
+                Event::Recorded => inc(Counter::SamplesRecorded),
+                Event::PathChanged => inc(Counter::SamplesPathChanged),
+                Event::Stale(_) => inc(Counter::SamplesStale),
+            },
+        }
+    }
+
+    let interval = probe_interval_ns(k, tp, own);
+    if k.telemetry == 1 && tp.packets_out() > 0 && now.saturating_sub(own.last_probe_ns) >= interval {
+        if let Some((net, tuple)) = tp.tuple() {
+            // SAFETY: get_random_u32() has no preconditions.
+            let nonce = unsafe { bindings::get_random_u32() };
+            let snd_nxt = tp.snd_nxt();
+            flow.nonces.record(own.probes, nonce, snd_nxt, now);
+            own.probes = own.probes.wrapping_add(1);
+            own.last_probe_ns = now;
+            probe_tx::send_probe(net, &tuple, nonce, snd_nxt);
+        }
+    }
+
+    let fresh = own.last_update_ns != 0
+        && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
+    fresh.then(|| (own.law.window_bytes(), own.law.pacing_rate(&own.params)))
+}
+
+/// TCP's default pacing: `ratio`% of cwnd·mss per smoothed RTT.
+fn default_pacing(tp: &TcpSock<'_>) -> u64 {
+    let cwnd = tp.cwnd().max(tp.packets_out());
+    let ratio: u64 = if tp.cwnd() < tp.ssthresh() / 2 { 200 } else { 120 };
+    let bytes = u64::from(tp.mss()).saturating_mul(u64::from(cwnd)).saturating_mul(ratio) / 100;
+    match tp.srtt_us() {
+        0 => u64::MAX,
+        us => bytes.saturating_mul(1_000_000) / u64::from(us),
+    }
+}
+
+unsafe extern "C" fn hpcc_cong_control(
+    sk: *mut bindings::sock,
+    _ack: u32,
+    _flag: c_int,
+    rs: *const bindings::rate_sample,
+) {
+    // SAFETY: TCP passes the ACK's rate sample (or null) for this call only.
+    let acked = unsafe { rs.as_ref() }.map_or(0, |rs| rs.acked_sacked);
+    with_sock(sk, (), |tp| {
+        let k = params::knobs();
+        let hpcc = flow_of(tp).and_then(|flow| hpcc_on_ack(tp, &k, flow, now_ns()));
+        if let Some((window, rate)) = hpcc {
+            inc(Counter::HpccAcks);
+            let segs = window.div_ceil(tp.mss().max(1));
+            tp.set_cwnd(k.fallback().clamp(segs));
+            tp.set_pacing_rate(rate);
+            return;
+        }
+        inc(Counter::FallbackAcks);
+        let p = k.fallback();
+        let (cwnd, ssthresh) = (tp.cwnd(), tp.ssthresh());
+        let next = if tp.in_cwnd_reduction() {
+            cwnd.min(ssthresh.max(2))
+        } else if tp.is_cwnd_limited() {
+            tp.ca::<CaState>().fallback.on_ack(&p, cwnd, ssthresh, acked)
+        } else {
+            cwnd
+        };
+        tp.set_cwnd(next);
+        let rate = default_pacing(tp);
+        tp.set_pacing_rate(rate);
     })
 }
 
@@ -118,8 +299,9 @@ unsafe impl Sync for OpsCell {}
 
 static OPS: OpsCell = OpsCell(UnsafeCell::new(bindings::tcp_congestion_ops {
     init: Some(hpcc_init),
+    release: Some(hpcc_release),
     ssthresh: Some(hpcc_ssthresh),
-    cong_avoid: Some(hpcc_cong_avoid),
+    cong_control: Some(hpcc_cong_control),
     undo_cwnd: Some(hpcc_undo_cwnd),
     name: ca_name(),
     flags: bindings::TCP_CONG_NON_RESTRICTED,
@@ -138,7 +320,7 @@ impl Registration {
         // socket using hpcc, so rmmod is refused while one exists.
         unsafe { (*ops).owner = bindings::hpcc_this_module() };
         // SAFETY: `ops` is a 'static, fully initialised tcp_congestion_ops
-        // with the required hooks (ssthresh, cong_avoid, undo_cwnd) set.
+        // with the required hooks (ssthresh, cong_control, undo_cwnd) set.
         to_result(unsafe { bindings::tcp_register_congestion_control(ops) })?;
         Ok(Self(()))
     }

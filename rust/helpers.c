@@ -10,6 +10,10 @@
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <net/inet_dscp.h>
+#include <net/inet_hashtables.h>
+#include <net/ip.h>
+#include <net/route.h>
 #include <net/tcp.h>
 
 #include "hpcc_shim.h"
@@ -42,3 +46,95 @@ HPCC_PARAM(min_cwnd_segs,
 	   "Lower bound of the congestion window in segments (2..max_cwnd_segs, default 2)");
 HPCC_PARAM(max_cwnd_segs,
 	   "Upper bound of the congestion window in segments (min_cwnd_segs..65535, default 65535)");
+HPCC_PARAM(eta_ppm,
+	   "HPCC++ target utilization eta in parts per million (1..1000000, default 950000)");
+HPCC_PARAM(max_stage,
+	   "HPCC++ additive-increase stages before a multiplicative step (default 5)");
+HPCC_PARAM(wai_bytes,
+	   "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows (default 0)");
+HPCC_PARAM(expected_flows,
+	   "HPCC++ N in the W_ai rule of thumb (default 16)");
+HPCC_PARAM(base_rtt_us,
+	   "HPCC++ base RTT T in us; 0 = the flow's minimum RTT (0..1000000, default 0)");
+HPCC_PARAM(probe_interval_us,
+	   "Probe interval in us; 0 = one per smoothed RTT (0..1000000, default 0)");
+HPCC_PARAM(probe_dscp,
+	   "DSCP of probes (0..63, default 11, RFC 2474 pool 2)");
+HPCC_PARAM(response_dscp,
+	   "DSCP of responses (0..63, != probe_dscp, default 15, RFC 2474 pool 2)");
+HPCC_PARAM(max_hops,
+	   "Largest INT hop count accepted in a response (1..8, default 8)");
+HPCC_PARAM(telemetry,
+	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
+
+/* Read-only event counters; storage and formatting in Rust (rust/stats.rs). */
+extern const struct kernel_param_ops hpcc_stats_ops;
+module_param_cb(stats, &hpcc_stats_ops, NULL, 0444);
+MODULE_PARM_DESC(stats, "Event counters of probes, responses and samples (read-only)");
+
+bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk)
+{
+	return tcp_in_cwnd_reduction(sk);
+}
+
+bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __be32 *saddr,
+		   __be32 *daddr, __be16 *sport, __be16 *dport)
+{
+	const struct inet_sock *inet = inet_sk(sk);
+
+	if (sk->sk_family != AF_INET)
+		return false;
+	*net = sock_net(sk);
+	*saddr = inet->inet_saddr;
+	*daddr = inet->inet_daddr;
+	*sport = inet->inet_sport;
+	*dport = inet->inet_dport;
+	return true;
+}
+
+bool hpcc_tcp_established(struct net *net, __be32 laddr, __be16 lport,
+			  __be32 raddr, __be16 rport, int dif)
+{
+	struct sock *sk;
+	bool ok;
+
+	sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+				     raddr, rport, laddr, lport, dif);
+	if (!sk)
+		return false;
+	ok = sk_fullsock(sk) && sk->sk_state == TCP_ESTABLISHED;
+	sock_gen_put(sk);
+	return ok;
+}
+
+struct sk_buff *hpcc_skb_alloc_ip(unsigned int len)
+{
+	struct sk_buff *skb = alloc_skb(LL_MAX_HEADER + len, GFP_ATOMIC);
+
+	if (skb)
+		skb_reserve(skb, LL_MAX_HEADER);
+	return skb;
+}
+
+int hpcc_ip_send(struct net *net, struct sk_buff *skb, __be32 saddr,
+		 __be32 daddr, u8 tos)
+{
+	struct flowi4 fl4 = {
+		.daddr = daddr,
+		.saddr = saddr,
+		.flowi4_tos = tos & INET_DSCP_MASK,
+		.flowi4_proto = IPPROTO_TCP,
+	};
+	struct rtable *rt;
+
+	rt = ip_route_output_key(net, &fl4);
+	if (IS_ERR(rt)) {
+		kfree_skb(skb);
+		return PTR_ERR(rt);
+	}
+	skb_reset_network_header(skb);
+	skb->protocol = htons(ETH_P_IP);
+	skb->ip_summed = CHECKSUM_NONE;
+	skb_dst_set(skb, &rt->dst);
+	return ip_local_out(net, NULL, skb);
+}

@@ -104,6 +104,73 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_tcp_is_cwnd_limited(self.tp.as_ptr().cast()) }
     }
 
+    /// `snd_nxt`: the next sequence number to send.
+    #[inline]
+    pub(crate) fn snd_nxt(&self) -> u32 {
+        get!(self, snd_nxt)
+    }
+
+    /// Segments sent and not yet ACKed or SACKed.
+    #[inline]
+    pub(crate) fn packets_out(&self) -> u32 {
+        get!(self, packets_out)
+    }
+
+    /// Smoothed RTT in µs (0 before the first sample).
+    #[inline]
+    pub(crate) fn srtt_us(&self) -> u32 {
+        get!(self, srtt_us) >> 3
+    }
+
+    /// Windowed minimum RTT in µs (`tcp_min_rtt()`; `~0` before a sample).
+    #[inline]
+    pub(crate) fn min_rtt_us(&self) -> u32 {
+        get!(self, rtt_min.s[0].v)
+    }
+
+    /// Whether TCP is reducing cwnd (CWR or Recovery).
+    #[inline]
+    pub(crate) fn in_cwnd_reduction(&self) -> bool {
+        // SAFETY: `tp` is a live tcp_sock (type invariant), starting with its sock.
+        unsafe { bindings::hpcc_tcp_in_cwnd_reduction(self.tp.as_ptr().cast()) }
+    }
+
+    /// Sets `sk_pacing_rate` (bytes/s), capped by `SO_MAX_PACING_RATE`, as
+    /// `tcp_update_pacing_rate()` does.
+    #[inline]
+    pub(crate) fn set_pacing_rate(&mut self, bytes_per_sec: u64) {
+        let sk = self.tp.as_ptr().cast::<bindings::sock>();
+        // SAFETY: both fields are naturally aligned `unsigned long`s of the
+        // live socket (type invariant); the kernel reads and writes them with
+        // READ_ONCE()/WRITE_ONCE(), which volatile accesses match.
+        unsafe {
+            let max = core::ptr::addr_of!((*sk).sk_max_pacing_rate).read_volatile();
+            let rate = bytes_per_sec.min(u64::from(max));
+            core::ptr::addr_of_mut!((*sk).sk_pacing_rate).write_volatile(rate as _);
+        }
+    }
+
+    /// The IPv4 4-tuple (local to remote) and netns, `None` for other families.
+    pub(crate) fn tuple(&self) -> Option<(crate::probe_tx::NetRef, crate::hpcc_core::probe::Tuple)> {
+        let mut net = core::ptr::null_mut();
+        let (mut sa, mut da, mut sp, mut dp) = (0u32, 0u32, 0u16, 0u16);
+        // SAFETY: `tp` is a live socket (type invariant); the helper only
+        // reads it and writes the five out-parameters, all valid locals.
+        let ok = unsafe {
+            bindings::hpcc_sk_tuple(self.tp.as_ptr().cast(), &mut net, &mut sa, &mut da, &mut sp, &mut dp)
+        };
+        if !ok {
+            return None;
+        }
+        let t = crate::hpcc_core::probe::Tuple {
+            saddr: sa.to_ne_bytes(),
+            daddr: da.to_ne_bytes(),
+            sport: u16::from_be(sp),
+            dport: u16::from_be(dp),
+        };
+        Some((crate::probe_tx::NetRef::new(net)?, t))
+    }
+
     /// Asks TCP to pace this flow itself unless a qdisc (`fq`) already does,
     /// as `tcp_bbr.c` does. TCP then paces at `sk_pacing_rate`.
     #[inline]

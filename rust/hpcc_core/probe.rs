@@ -131,6 +131,18 @@ fn addr(b: &[u8], off: usize) -> Option<[u8; 4]> {
     b.get(off..off.checked_add(4)?)?.try_into().ok()
 }
 
+/// Whether an IPv4 header (at least its first 10 bytes) announces a TCP
+/// packet with the probe or response DSCP: the cheap test before
+/// [`classify`].
+pub fn is_candidate(hdr: &[u8], probe_dscp: u8, response_dscp: u8) -> bool {
+    match (hdr.first(), hdr.get(1), hdr.get(9)) {
+        (Some(&vihl), Some(&tos), Some(&proto)) => {
+            vihl >> 4 == 4 && proto == IPPROTO_TCP && (tos >> 2 == probe_dscp || tos >> 2 == response_dscp)
+        }
+        _ => false,
+    }
+}
+
 /// Classifies an IPv4 packet (`buf` starts at the IPv4 header).
 ///
 /// `Ok(None)`: not a TCP packet with the probe or response DSCP, so not
@@ -318,6 +330,9 @@ mod tests {
         b[9] = 17; // UDP
         assert_eq!(classify(&b, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT), Ok(None));
         assert_eq!(classify(&[], 11, 15), Ok(None));
+        assert!(!is_candidate(&[], 11, 15));
+        assert!(is_candidate(&probe()[..20], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT));
+        assert!(!is_candidate(&probe()[..20], 1, 2));
     }
 
     #[test]

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probe and response machinery (draft section 7.2).
+//!
+//! * **Sender**: [`send_probe`] emits a small probe for a flow (its own
+//!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an empty INT stack)
+//!   as its own skb, outside TCP: no TSO, no sequence space.
+//! * **Receiver**: a netfilter `LOCAL_IN` hook, registered in every network
+//!   namespace, consumes probes before TCP sees them and answers each one
+//!   for an established connection with a response (reverse 4-tuple,
+//!   response DSCP, the echoed nonce, `snd_nxt` and INT stack).
+//! * **Sender again**: the same hook consumes responses, validates them
+//!   (length, header, INT stack, `nHop <= max_hops`, the flow, the nonce and
+//!   its age) and deposits the newest in the flow's mailbox for the next
+//!   ACK (see `flow`). Everything else with our DSCPs is counted and dropped.
+//!
+//! Packet bytes are built and parsed by the pure `hpcc_core::probe`; this
+//! file only moves them in and out of skbs.
+
+use crate::bindings;
+use crate::flow::{registry, FlowObj, Mail, NonceCheck};
+use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, IPV4_HDR_LEN, PACKET_LEN};
+use crate::hpcc_core::wire::{self, WireError};
+use crate::params;
+use crate::stats::{inc, Counter};
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_uint, c_void};
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use kernel::error::{to_result, Result};
+
+/// Host clock in ns (CLOCK_MONOTONIC, as TCP's and eBPF's).
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: ktime_get() has no preconditions; it never returns a negative time.
+    let t = unsafe { bindings::ktime_get() };
+    u64::try_from(t).unwrap_or(0)
+}
+
+/// A network namespace pointer, only passed back to the kernel or compared.
+#[derive(Clone, Copy)]
+pub(crate) struct NetRef(NonNull<bindings::net>);
+
+impl NetRef {
+    /// Wraps a netns pointer the kernel gave us.
+    pub(crate) fn new(net: *mut bindings::net) -> Option<Self> {
+        NonNull::new(net).map(Self)
+    }
+
+    /// The identity used by the flow registry.
+    pub(crate) fn key(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+fn be32(a: [u8; 4]) -> u32 {
+    u32::from_ne_bytes(a)
+}
+
+/// Sends a packet built by `hpcc_core::probe` from `t.saddr` to `t.daddr`.
+fn send(net: NetRef, t: &Tuple, bytes: &[u8; PACKET_LEN], dscp: u8) -> Result {
+    // SAFETY: no preconditions; GFP_ATOMIC inside, so any context is fine.
+    let skb = unsafe { bindings::hpcc_skb_alloc_ip(PACKET_LEN as c_uint) };
+    if skb.is_null() {
+        return Err(kernel::error::code::ENOMEM);
+    }
+    // SAFETY: `skb` is our fresh skb with PACKET_LEN bytes of tailroom, so
+    // skb_put returns PACKET_LEN writable bytes that nothing else aliases.
+    unsafe {
+        let dst = bindings::skb_put(skb, PACKET_LEN as c_uint).cast::<u8>();
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, PACKET_LEN);
+    }
+    // SAFETY: `net` is a live netns (we are in a hook or a socket of it);
+    // `skb` is ours and hpcc_ip_send consumes it on every path.
+    let ret = unsafe { bindings::hpcc_ip_send(net.0.as_ptr(), skb, be32(t.saddr), be32(t.daddr), dscp << 2) };
+    // ip_local_out returns a negative errno or a positive NET_XMIT_* code.
+    if ret != 0 {
+        return Err(kernel::error::code::EIO);
+    }
+    Ok(())
+}
+
+/// Sends a probe for the flow `t` (local to remote). Counts the outcome.
+pub(crate) fn send_probe(net: NetRef, t: &Tuple, nonce: u32, snd_nxt: u32) {
+    let dscp = params::knobs().probe_dscp as u8;
+    let mut bytes = [0u8; PACKET_LEN];
+    probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
+    match send(net, t, &bytes, dscp) {
+        Ok(()) => inc(Counter::ProbesSent),
+        Err(_) => inc(Counter::ProbeSendErrors),
+    }
+}
+
+/// A received skb inside our hook.
+struct RxSkb(NonNull<bindings::sk_buff>);
+
+impl RxSkb {
+    /// Copies up to `out.len()` bytes from the start of the packet (the
+    /// IPv4 header in LOCAL_IN) and returns how many.
+    fn copy_prefix(&self, out: &mut [u8]) -> usize {
+        // SAFETY: the skb is live for the hook call; `len` is a plain field.
+        let len = unsafe { core::ptr::addr_of!((*self.0.as_ptr()).len).read() } as usize;
+        let n = len.min(out.len());
+        // SAFETY: `n` <= skb->len and <= out.len(); skb_copy_bits handles
+        // non-linear data and writes exactly `n` bytes into `out`.
+        let ret = unsafe { bindings::skb_copy_bits(self.0.as_ptr(), 0, out.as_mut_ptr().cast(), n as c_int) };
+        if ret == 0 {
+            n
+        } else {
+            0
+        }
+    }
+}
+
+/// Counts a malformed probe or response.
+fn count_malformed(e: ProbeError) {
+    inc(match e {
+        ProbeError::Truncated => Counter::MalformedTruncated,
+        ProbeError::Fragment | ProbeError::BadHeader => Counter::MalformedHeader,
+        ProbeError::BadMagic => Counter::MalformedMagic,
+        ProbeError::BadVersion | ProbeError::BadType | ProbeError::BadLength => Counter::MalformedVersionTypeLen,
+    });
+}
+
+/// Receiver: answers a probe of an established connection.
+fn on_probe(net: NetRef, p: &Packet<'_>) {
+    inc(Counter::ProbesReceived);
+    let t = &p.tuple;
+    // SAFETY: `net` is the live netns of the hook; the lookup takes and
+    // drops its own socket reference.
+    let known = unsafe {
+        bindings::hpcc_tcp_established(
+            net.0.as_ptr(),
+            be32(t.daddr),
+            t.dport.to_be(),
+            be32(t.saddr),
+            t.sport.to_be(),
+            0,
+        )
+    };
+    if !known {
+        // Not a flow of ours to answer: no reflection for strangers.
+        inc(Counter::ProbesNoSocket);
+        return;
+    }
+    let dscp = params::knobs().response_dscp as u8;
+    let mut bytes = [0u8; PACKET_LEN];
+    probe::build_response(&mut bytes, p, dscp);
+    match send(net, &t.reversed(), &bytes, dscp) {
+        Ok(()) => inc(Counter::ResponsesSent),
+        Err(_) => inc(Counter::ResponseSendErrors),
+    }
+}
+
+/// Sender: validates a response and hands it to its flow.
+fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
+    inc(Counter::ResponsesReceived);
+    match wire::parse(p.int) {
+        Err(WireError::TooManyHops) => return inc(Counter::ResponsesTooManyHops),
+        Err(_) => return inc(Counter::ResponsesBadInt),
+        Ok(s) if u32::from(s.n_hops) > params::knobs().max_hops => return inc(Counter::ResponsesTooManyHops),
+        Ok(_) => {}
+    }
+    let mut mail = Mail {
+        rx_ns: now,
+        snd_nxt: p.snd_nxt,
+        int: [0; probe::INT_LEN],
+    };
+    for (d, s) in mail.int.iter_mut().zip(p.int) {
+        *d = *s;
+    }
+    // The flow as its sender knows it: local = the response's destination.
+    let key = p.tuple.reversed();
+    // SAFETY: netfilter runs hooks under rcu_read_lock(), held until we return.
+    let found = unsafe {
+        registry::with_flow(net.key(), &key, |flow: &FlowObj| match flow.nonces.check(p.nonce, p.snd_nxt, now) {
+            NonceCheck::Unknown => inc(Counter::ResponsesBadNonce),
+            NonceCheck::Fresh { age_ns } if age_ns > wire::MAX_GAP_NS => inc(Counter::ResponsesLate),
+            NonceCheck::Fresh { .. } => {
+                if flow.mailbox.put(&mail) {
+                    inc(Counter::ResponsesAccepted)
+                } else {
+                    inc(Counter::ResponsesMailboxBusy)
+                }
+            }
+        })
+    };
+    if found.is_none() {
+        inc(Counter::ResponsesNoFlow);
+    }
+}
+
+/// The netfilter LOCAL_IN hook.
+unsafe extern "C" fn hpcc_nf_local_in(
+    _priv: *mut c_void,
+    skb: *mut bindings::sk_buff,
+    state: *const bindings::nf_hook_state,
+) -> c_uint {
+    let (Some(skb_nn), false) = (NonNull::new(skb), state.is_null()) else {
+        return bindings::NF_ACCEPT;
+    };
+    // SAFETY: netfilter passes a valid state for the duration of the hook.
+    let Some(net) = NetRef::new(unsafe { (*state).net }) else {
+        return bindings::NF_ACCEPT;
+    };
+    let rx = RxSkb(skb_nn);
+    // Cheap first look at the IPv4 header: most packets are not ours.
+    let mut buf = [0u8; PACKET_LEN + 40];
+    let k = params::knobs();
+    let (pd, rd) = (k.probe_dscp as u8, k.response_dscp as u8);
+    let n = rx.copy_prefix(buf.get_mut(..IPV4_HDR_LEN).unwrap_or(&mut []));
+    if !probe::is_candidate(buf.get(..n).unwrap_or(&[]), pd, rd) {
+        return bindings::NF_ACCEPT;
+    }
+    let n = rx.copy_prefix(&mut buf);
+    match probe::classify(buf.get(..n).unwrap_or(&[]), pd, rd) {
+        Ok(None) => bindings::NF_ACCEPT,
+        Err(e) => {
+            count_malformed(e);
+            bindings::NF_DROP
+        }
+        Ok(Some(p)) => {
+            match p.kind {
+                Kind::Probe => on_probe(net, &p),
+                Kind::Response => on_response(net, &p, now_ns()),
+            }
+            // SAFETY: we own the skb once we return NF_STOLEN; it is freed
+            // exactly once here, as consumed (not dropped).
+            unsafe { bindings::consume_skb(skb) };
+            bindings::NF_STOLEN
+        }
+    }
+}
+
+/// A static the kernel links into its own lists, so it must be mutable
+/// from C's point of view; we never touch it after registration.
+struct KernelStatic<T>(UnsafeCell<T>);
+
+// SAFETY: written only before registration; afterwards only the kernel
+// accesses it, under its own locking.
+unsafe impl<T> Sync for KernelStatic<T> {}
+
+impl<T> KernelStatic<T> {
+    fn get(&self) -> *mut T {
+        self.0.get()
+    }
+}
+
+// SAFETY: nf_hook_ops is plain C data; all-zero is valid for every field
+// (None hook, null pointers, zero integers and bitfield).
+const ZEROED_NF: bindings::nf_hook_ops = unsafe { MaybeUninit::zeroed().assume_init() };
+// SAFETY: as above for pernet_operations.
+const ZEROED_PERNET: bindings::pernet_operations = unsafe { MaybeUninit::zeroed().assume_init() };
+
+/// After the filter table, so administrators can still drop our DSCPs.
+const HOOK_PRIORITY: c_int = bindings::nf_ip_hook_priorities_NF_IP_PRI_FILTER + 1;
+
+static NF_OPS: KernelStatic<[bindings::nf_hook_ops; 1]> = KernelStatic(UnsafeCell::new([bindings::nf_hook_ops {
+    hook: Some(hpcc_nf_local_in),
+    pf: bindings::NFPROTO_IPV4 as u8,
+    hooknum: bindings::nf_inet_hooks_NF_INET_LOCAL_IN,
+    priority: HOOK_PRIORITY,
+    ..ZEROED_NF
+}]));
+
+unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
+    // SAFETY: `net` is being initialised by the netns core; NF_OPS is a
+    // 'static array of one fully initialised hook.
+    unsafe { bindings::nf_register_net_hooks(net, NF_OPS.get().cast(), 1) }
+}
+
+unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
+    // SAFETY: the hook was registered in `net` by `pernet_init`.
+    unsafe { bindings::nf_unregister_net_hooks(net, NF_OPS.get().cast(), 1) }
+}
+
+static PERNET: KernelStatic<bindings::pernet_operations> = KernelStatic(UnsafeCell::new(bindings::pernet_operations {
+    init: Some(pernet_init),
+    exit: Some(pernet_exit),
+    ..ZEROED_PERNET
+}));
+
+/// Proof that the hook is registered in every netns; dropping it removes it.
+pub(crate) struct Registration(());
+
+impl Registration {
+    /// Registers the hook in every existing and future network namespace.
+    pub(crate) fn register() -> Result<Self> {
+        // SAFETY: PERNET is 'static and fully initialised; the netns core
+        // links it into its list and calls init for every namespace.
+        to_result(unsafe { bindings::register_pernet_subsys(PERNET.get()) })?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: registered by `register`, the only constructor; this calls
+        // exit (unregistering the hook) for every namespace.
+        unsafe { bindings::unregister_pernet_subsys(PERNET.get()) };
+    }
+}
