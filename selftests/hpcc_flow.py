@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Bulk TCP flows with exact byte accounting, and hostile HPCC++ responses.
+
+  hpcc_flow.py serve PORT [--once]
+        accept connections, read each to EOF, print {"bytes": N} per connection
+  hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
+        send for SECONDS, close gracefully, print {"bytes","secs","mbps"}
+  hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
+        send COUNT forged responses of one KIND from this netns (raw socket):
+          wrong_nonce   well-formed response, random nonce
+          truncated     a response cut short inside the INT stack
+          too_many_hops nHop = 15 (beyond the format)
+          over_max_hops nHop = 5 with valid records (beyond max_hops=4)
+          random        random bytes after the TCP header
+          no_flow       well-formed response for a 4-tuple with no flow
+          all           COUNT of each kind above, in one process
+
+The packet layout follows include/hpcc_probe.h and include/hpcc_int.h.
+"""
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+TCP_CONGESTION = 13
+MAGIC, VERSION, T_RESPONSE = 0x48504343, 1, 2
+INT_HDR, HOP, MAX_HOPS = 4, 8, 8
+PAYLOAD = 16 + INT_HDR + HOP * MAX_HOPS
+
+
+def serve(argv):
+    port = int(argv[0])
+    once = "--once" in argv
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(16)
+    while True:
+        c, _ = ls.accept()
+        n = 0
+        while True:
+            b = c.recv(1 << 20)
+            if not b:
+                break
+            n += len(b)
+        c.close()
+        print(json.dumps({"bytes": n}), flush=True)
+        if once:
+            return
+
+
+def send(argv):
+    dst, port, secs = argv[0], int(argv[1]), float(argv[2])
+    opts = dict(zip(argv[3::2], argv[4::2]))
+    s = socket.socket()
+    if "--cc" in opts:
+        s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
+    if "--sport" in opts:
+        s.bind((opts.get("--bind", "0.0.0.0"), int(opts["--sport"])))
+    s.connect((dst, port))
+    buf = b"\x5a" * (1 << 16)
+    n = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < secs:
+        n += s.send(buf)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)  # wait for the peer's close: every byte was read
+    dt = time.monotonic() - t0
+    s.close()
+    print(json.dumps({"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2)}))
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def packet(src, dst, sport, dport, dscp, payload):
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, 0, 0, 5 << 4, 0x10, 0, 0, 0)
+    tot = 20 + len(tcp) + len(payload)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, tot, 0, 0x4000, 64, 6, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return ip + tcp + payload
+
+
+def hop(rate, ts, txb, qlen):
+    w = (rate << 60) | ((ts & 0xFFFFFF) << 36) | ((txb & 0xFFFFF) << 16) | (qlen & 0xFFFF)
+    return struct.pack("!Q", w)
+
+
+def response(nonce, snd_nxt, nhop, hops=b""):
+    stack = struct.pack("!HH", (nhop << 12) | 0x123, 0) + hops
+    stack += b"\0" * (INT_HDR + HOP * MAX_HOPS - len(stack))
+    return struct.pack("!IBBHII", MAGIC, VERSION, T_RESPONSE, PAYLOAD, nonce, snd_nxt) + stack
+
+
+KINDS = ["wrong_nonce", "truncated", "too_many_hops", "over_max_hops", "random", "no_flow"]
+
+
+def inject(argv):
+    if argv[0] == "all":
+        for k in KINDS:
+            inject([k] + argv[1:])
+        return
+    kind, count = argv[0], int(argv[1])
+    o = dict(zip(argv[2::2], argv[3::2]))
+    src, dst = o["--src"], o["--dst"]
+    sport, dport = int(o["--sport"]), int(o["--dport"])
+    dscp = int(o.get("--dscp", "15"))
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    for i in range(count):
+        nonce = int.from_bytes(os.urandom(4), "big")
+        if kind == "wrong_nonce":
+            pl = response(nonce, i, 1, hop(12, i * 1000, i * 100, 0))
+        elif kind == "truncated":
+            pl = response(nonce, i, 1, hop(12, i, i, 0))[:16 + INT_HDR + 3]
+        elif kind == "too_many_hops":
+            pl = response(nonce, i, 15)
+        elif kind == "over_max_hops":
+            pl = response(nonce, i, 5, b"".join(hop(12, i, i, 0) for _ in range(5)))
+        elif kind == "random":
+            pl = os.urandom(PAYLOAD)
+        elif kind == "no_flow":
+            pl = response(nonce, i, 1, hop(12, i, i, 0))
+            sport += 1
+        else:
+            sys.exit(f"unknown kind {kind}")
+        s.sendto(packet(src, dst, sport, dport, dscp, pl), (dst, 0))
+    print(json.dumps({"kind": kind, "sent": count}))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    {"serve": serve, "send": send, "inject": inject}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])

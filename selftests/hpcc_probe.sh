@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kselftest: the probe/response machinery of tcp_hpcc.
+#
+#  - every probe a sender emits is consumed by the receiver's module and
+#    answered, and every response is accepted by the sender (exact counts on
+#    an unshaped path, GRO enabled on every veth);
+#  - probes and responses never reach TCP: no checksum errors, no RST, and
+#    the receiving application gets exactly the bytes the sender wrote;
+#  - forged responses (wrong nonce, truncated, nHop too large, random bytes,
+#    unknown flow) are each counted and ignored while a flow runs through a
+#    shaped bottleneck, and the flow's throughput stays intact.
+#
+# KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
+
+set -u
+. "$(dirname "$0")/lib.sh"
+
+FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+RESULTS=${HPCC_RESULTS:-/tmp}
+RATE_MBIT=${RATE_MBIT:-100}
+DELAY_US=${DELAY_US:-1000}
+N_FORGED=${N_FORGED:-200}
+
+require_root_and_vm
+for tool in ip tc python3 modprobe ethtool nstat; do
+	if ! command -v "$tool" >/dev/null; then
+		ktap_header 1
+		ktap_skip "environment" "missing $tool"
+		ktap_finish
+	fi
+done
+
+ktap_header 8
+trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
+
+stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
+nst() { ip netns exec "$1" nstat -az "$2" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
+
+install_module >/dev/null 2>&1 && modprobe tcp_hpcc ||
+	{ ktap_fail "module_loads"; ktap_finish; }
+P=/sys/module/tcp_hpcc/parameters
+
+# --- 1-5: an unshaped path, GRO on, exact accounting -------------------------
+topo_line || { ktap_fail "topology"; ktap_finish; }
+for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; do
+	set -- $ns_dev
+	ip netns exec "$1" ethtool -K "$2" gro on >/dev/null 2>&1
+done
+GRO=$(ip netns exec "$NS_RCV" ethtool -k veth0 | awk '/^generic-receive-offload/ { print $2 }')
+ktap_info "receiver GRO: $GRO"
+
+declare -A before
+for k in probes_sent probes_received responses_sent responses_received responses_accepted; do
+	before[$k]=$(stat $k)
+done
+timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >"$RESULTS/hpcc_probe.serve.json" &
+server=$!
+sleep 0.5
+timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 4 --cc hpcc >"$RESULTS/hpcc_probe.send.json"
+wait $server
+sleep 0.3
+declare -A d
+for k in probes_sent probes_received responses_sent responses_received responses_accepted; do
+	d[$k]=$(($(stat $k) - ${before[$k]}))
+done
+ktap_info "probes sent ${d[probes_sent]} received ${d[probes_received]}; responses sent ${d[responses_sent]} received ${d[responses_received]} accepted ${d[responses_accepted]}"
+
+t_probes_flow() {
+	[ "${d[probes_sent]}" -ge 20 ] || { echo "too few probes: ${d[probes_sent]}"; return 1; }
+}
+ktap_check "probes_sent_while_data_in_flight" t_probes_flow
+
+t_all_consumed() {
+	[ "${d[probes_received]}" -eq "${d[probes_sent]}" ] &&
+		[ "${d[responses_sent]}" -eq "${d[probes_received]}" ] &&
+		[ "${d[responses_received]}" -eq "${d[responses_sent]}" ] &&
+		[ "${d[responses_accepted]}" -eq "${d[responses_received]}" ]
+}
+ktap_check "every_probe_answered_every_response_accepted_with_gro_on" t_all_consumed
+
+t_bytes_exact() {
+	local sent got
+	sent=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes"])' "$RESULTS/hpcc_probe.send.json")
+	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes"])' "$RESULTS/hpcc_probe.serve.json")
+	echo "application bytes: sent $sent, received $got"
+	[ "$sent" -gt 0 ] && [ "$sent" -eq "$got" ]
+}
+ktap_check "no_probe_reaches_a_socket_as_data" t_bytes_exact
+
+t_no_tcp_errors() {
+	local ns rsts csum
+	for ns in "$NS_SND" "$NS_RCV"; do
+		rsts=$(nst "$ns" TcpOutRsts)
+		csum=$(nst "$ns" TcpInCsumErrors)
+		echo "$ns: TcpOutRsts=${rsts:-0} TcpInCsumErrors=${csum:-0}"
+		[ "${rsts:-0}" -eq 0 ] && [ "${csum:-0}" -eq 0 ] || return 1
+	done
+}
+ktap_check "probes_cause_no_rst_and_never_enter_tcp" t_no_tcp_errors
+
+# --- 5-9: forged responses during a shaped flow ------------------------------
+topo_cleanup
+topo_line && topo_shape "$RATE_MBIT" "$DELAY_US" $((RATE_MBIT * 1000000 / 8 * 2 * DELAY_US / 1000000 * 2)) ||
+	{ ktap_fail "shaped_topology"; ktap_finish; }
+echo 4 >"$P/max_hops"
+
+flow_mbps() { # flow_mbps SECONDS SPORT [inject] -> Mbit/s of one hpcc flow
+	timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >/dev/null &
+	local srv=$!
+	sleep 0.5
+	timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 "$1" --cc hpcc --sport "$2" \
+		>"$RESULTS/hpcc_probe.flow.json" &
+	local snd=$!
+	if [ "${3:-}" = inject ]; then
+		sleep 1
+		ip netns exec "$NS_RCV" python3 "$FLOW" inject all "$N_FORGED" \
+			--src 10.0.2.1 --dst 10.0.1.1 --sport 5201 --dport "$2" >/dev/null
+	fi
+	wait $snd
+	wait $srv
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mbps"])' "$RESULTS/hpcc_probe.flow.json"
+}
+
+CLEAN=$(flow_mbps 5 40000)
+sleep 0.5
+declare -A b2
+KINDS="responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow responses_accepted"
+for k in $KINDS; do b2[$k]=$(stat $k); done
+FORGED=$(flow_mbps 5 40001 inject)
+declare -A d2
+for k in $KINDS; do d2[$k]=$(($(stat $k) - ${b2[$k]})); done
+ktap_info "throughput without forgeries ${CLEAN} Mbit/s, with $((6 * N_FORGED)) forgeries ${FORGED} Mbit/s"
+ktap_info "counted: bad_nonce ${d2[responses_bad_nonce]} truncated ${d2[malformed_truncated]} too_many_hops ${d2[responses_too_many_hops]} random(bad magic) ${d2[malformed_magic]} no_flow ${d2[responses_no_flow]}; genuine accepted ${d2[responses_accepted]}"
+echo "clean_mbps=$CLEAN forged_mbps=$FORGED $(for k in $KINDS; do printf '%s=%s ' "$k" "${d2[$k]}"; done)" \
+	>"$RESULTS/hpcc_probe.forged.txt"
+
+t_counted() {
+	[ "${d2[responses_bad_nonce]}" -eq "$N_FORGED" ] &&
+		[ "${d2[malformed_truncated]}" -eq "$N_FORGED" ] &&
+		[ "${d2[responses_too_many_hops]}" -eq $((2 * N_FORGED)) ] &&
+		[ "${d2[malformed_magic]}" -eq "$N_FORGED" ] &&
+		[ "${d2[responses_no_flow]}" -eq "$N_FORGED" ]
+}
+ktap_check "forged_responses_each_counted" t_counted
+
+t_genuine_still_accepted() {
+	[ "${d2[responses_accepted]}" -ge 20 ]
+}
+ktap_check "genuine_responses_still_accepted" t_genuine_still_accepted
+
+t_throughput_intact() {
+	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.8 * $RATE_MBIT and f >= 0.9 * c else 1)"
+}
+ktap_check "throughput_intact_under_forgeries" t_throughput_intact
+
+t_no_oops() {
+	! dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection'
+}
+ktap_check "no_kernel_warnings" t_no_oops
+
+echo 8 >"$P/max_hops"
+ktap_finish
