@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Userspace side of the INT switch emulator (selftests/int_switch.bpf.c).
+
+A port's maps are pinned in one directory, /sys/fs/bpf/hpcc/<netns>/<dev>
+(see int_switch.sh). This tool reads and writes them with the bpf(2)
+syscall directly (fast under TCG; `bpftool map dump pinned DIR/port` shows
+the same data with field names), and crafts and captures HPCC++ probes.
+
+  intsw.py config DIR [key=value ...]   read-modify-write the port's config;
+                                        prints it (keys: rate_bps buffer_bytes
+                                        ecn_k_bytes delay_ns switch_id
+                                        speed_code probe_dscp hist_bucket_bytes)
+  intsw.py stats DIR [--json]           counters, backlog now, queue mean and
+                                        p50/p99/max from the histogram
+  intsw.py reset DIR                    zero counters, virtual clock, histogram
+  intsw.py sample DIR NS DEV INTERVAL DURATION
+                                        one line per INTERVAL s: t_ns and the
+                                        port's tx_bytes, drops, ce_marks and
+                                        backlog, plus fq's sent bytes and drops
+                                        on NS/DEV (real departures)
+  intsw.py probe --from NS --to NS --dev DEV --src A --dst A [options]
+                                        sends probes from one netns and prints,
+                                        as JSON lines, what arrives in the other
+  intsw.py wait-busy DIR TIMEOUT [MIN_BACKLOG]
+                                        waits until the port queues >= MIN_BACKLOG
+                                        bytes (default 1500); exit 1 on timeout
+  intsw.py util FILE RATE_BPS SKIP_S TAIL_S
+                                        utilization and peak rate from a sample
+                                        log (JSON)
+
+Layouts: selftests/int_switch.h (keep in sync).
+"""
+# Imports are kept lazy where they can be: every start of this tool costs
+# under TCG, and json/subprocess/argparse double it.
+import ctypes
+import os
+import struct
+import sys
+import time
+
+# ---- map layouts (selftests/int_switch.h) -----------------------------------
+
+CFG_FIELDS = ["rate_bps", "buffer_bytes", "ecn_k_bytes", "delay_ns",
+              "switch_id", "speed_code", "probe_dscp", "hist_bucket_bytes"]
+CFG_FMT = "<QQQQIIII"
+PORT_FIELDS = ["next_ps", "tx_bytes", "tx_packets", "tx_segs", "drops",
+               "drop_bytes", "ce_marks", "probes_stamped", "probes_full",
+               "responses", "max_qlen_bytes", "qlen_sum", "qlen_samples",
+               "first_ns", "last_ns", "last_drop_ns"]
+PORT_FMT = "<II" + "Q" * len(PORT_FIELDS)   # bpf_spin_lock, pad, counters
+HIST_BUCKETS = 512
+HIST_FMT = "<%dQ" % HIST_BUCKETS
+HIST_BUCKET_DEFAULT = 512
+
+# ---- bpf(2) ------------------------------------------------------------------
+
+_NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280}[os.uname().machine]
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_OBJ_GET = 1, 2, 7
+
+
+def _bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = _libc.syscall(_NR_BPF, cmd, buf, 128)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+
+
+class Map:
+    def __init__(self, path, value_size):
+        p = ctypes.create_string_buffer(path.encode())
+        self._p = p
+        self.fd = _bpf(BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(p), 0, 0))
+        self.vsize = value_size
+
+    def lookup(self, key):
+        k = ctypes.create_string_buffer(struct.pack("<I", key), 4)
+        v = ctypes.create_string_buffer(self.vsize)
+        _bpf(BPF_MAP_LOOKUP_ELEM, struct.pack("<IIQQQ", self.fd, 0,
+             ctypes.addressof(k), ctypes.addressof(v), 0))
+        return v.raw
+
+    def update(self, key, value):
+        k = ctypes.create_string_buffer(struct.pack("<I", key), 4)
+        v = ctypes.create_string_buffer(value, self.vsize)
+        _bpf(BPF_MAP_UPDATE_ELEM, struct.pack("<IIQQQ", self.fd, 0,
+             ctypes.addressof(k), ctypes.addressof(v), 0))
+
+
+class Port:
+    def __init__(self, d):
+        self.dir = d
+        self.cfg = Map(os.path.join(d, "cfg"), struct.calcsize(CFG_FMT))
+        self.port = Map(os.path.join(d, "port"), struct.calcsize(PORT_FMT))
+        self.hist = Map(os.path.join(d, "hist"), struct.calcsize(HIST_FMT))
+
+    def read_cfg(self):
+        return dict(zip(CFG_FIELDS, struct.unpack(CFG_FMT, self.cfg.lookup(0))))
+
+    def write_cfg(self, c):
+        self.cfg.update(0, struct.pack(CFG_FMT, *[int(c[f]) for f in CFG_FIELDS]))
+
+    def read_port(self):
+        return dict(zip(PORT_FIELDS, struct.unpack(PORT_FMT, self.port.lookup(0))[2:]))
+
+    def read_hist(self):
+        return list(struct.unpack(HIST_FMT, self.hist.lookup(0)))
+
+    def reset(self):
+        self.port.update(0, bytes(struct.calcsize(PORT_FMT)))
+        self.hist.update(0, bytes(struct.calcsize(HIST_FMT)))
+
+
+def unit_shift(code):
+    """Byte unit shift of a speed code, from include/hpcc_int.h."""
+    import re
+    root = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    text = open(os.path.join(root, "include", "hpcc_int.h")).read()
+    names = {int(v): n for n, v in re.findall(r"#define (HPCC_INT_RATE_\w+?)\s+(\d+)\s*$", text, re.M)
+             if not n.endswith(("_MBPS", "_UNIT_SHIFT", "_MAX"))}
+    if code not in names:
+        return None
+    m = re.search(r"#define %s_UNIT_SHIFT\s+(\d+)" % names[code], text)
+    return int(m.group(1)) if m else None
+
+
+def backlog_bytes(cfg, p, now_ns):
+    ahead_ps = max(0, p["next_ps"] - now_ns * 1000)
+    return ahead_ps // 1000 * cfg["rate_bps"] // 8_000_000_000
+
+
+def percentile(hist, width, q):
+    """q-quantile of the sampled queue, linear within a bucket (bytes)."""
+    total = sum(hist)
+    if not total:
+        return 0.0
+    target = q * total
+    cum = 0
+    for i, n in enumerate(hist):
+        if n and cum + n >= target:
+            return i * width + width * (target - cum) / n
+        cum += n
+    return float(len(hist) * width)
+
+
+def stats(port):
+    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    cfg = port.read_cfg()
+    p = port.read_port()
+    hist = port.read_hist()
+    width = cfg["hist_bucket_bytes"] or HIST_BUCKET_DEFAULT
+    s = dict(p)
+    s.update({
+        "now_ns": now,
+        "rate_bps": cfg["rate_bps"],
+        "buffer_bytes": cfg["buffer_bytes"],
+        "ecn_k_bytes": cfg["ecn_k_bytes"],
+        "switch_id": cfg["switch_id"],
+        "speed_code": cfg["speed_code"],
+        "unit_shift": unit_shift(cfg["speed_code"]),
+        "backlog_bytes": backlog_bytes(cfg, p, now),
+        "hist_bucket_bytes": width,
+        "hist_samples": sum(hist),
+        "hist_overflow": hist[-1],
+        "qlen_mean_bytes": round(p["qlen_sum"] / p["qlen_samples"], 1) if p["qlen_samples"] else 0.0,
+        "qlen_p50_bytes": round(percentile(hist, width, 0.50), 1),
+        "qlen_p99_bytes": round(percentile(hist, width, 0.99), 1),
+        "qlen_max_bytes": p["max_qlen_bytes"],
+    })
+    return s
+
+
+def parse_kv(args, fields):
+    out = {}
+    for a in args:
+        k, _, v = a.partition("=")
+        if k not in fields or not v:
+            sys.exit(f"intsw.py: unknown or empty key {a!r} (known: {' '.join(fields)})")
+        out[k] = int(v, 0)
+    return out
+
+
+# ---- sampling for utilization ------------------------------------------------
+
+def wait_busy(port, timeout, min_backlog):
+    """Waits until the port has a queue of at least min_backlog bytes."""
+    cfg = port.read_cfg()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if backlog_bytes(cfg, port.read_port(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)) >= min_backlog:
+            return 0
+        time.sleep(0.02)
+    return 1
+
+
+def fq_counters(ns, dev):
+    """Bytes and packets the root qdisc has sent (qdisc_pkt_len: GSO counted
+    with every segment's headers, like the emulator), and its drops."""
+    import json, subprocess
+    out = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+                         capture_output=True, text=True).stdout
+    for q in json.loads(out or "[]"):
+        if q.get("root"):
+            return q.get("bytes", 0), q.get("packets", 0), q.get("drops", 0)
+    return 0, 0, 0
+
+
+def sample(port, ns, dev, interval, duration):
+    """Columns: t_ns tx_bytes drops ce_marks backlog_bytes fq_bytes fq_drops
+    t_fq_ns. fq's counters are read by `tc`, a subprocess, so they get their
+    own time stamp (the middle of the call)."""
+    cfg = port.read_cfg()
+    end = time.monotonic() + duration
+    while True:
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        p = port.read_port()
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        fb, fp, fd = fq_counters(ns, dev)
+        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        print(now, p["tx_bytes"], p["drops"], p["ce_marks"],
+              backlog_bytes(cfg, p, now), fb, fd, (t0 + t1) // 2, flush=True)
+        if time.monotonic() >= end:
+            break
+        time.sleep(interval)
+
+
+def util(path, rate_bps, skip_s, tail_s):
+    """Utilization of a sample log over the active period (from the first to
+    the last sample in which the port sent anything) minus skip_s at its
+    start and tail_s at its end: from the emulator's departures
+    (tx_bytes - backlog) and from fq's sent bytes (real departures); and
+    fq's peak rate over any two consecutive sampling intervals."""
+    rows = [list(map(int, l.split())) for l in open(path) if l.strip()]
+    # active: intervals in which the port sent at least 20% of B
+    act = [i for i in range(1, len(rows))
+           if (rows[i][1] - rows[i - 1][1]) * 8 > 0.2 * rate_bps * (rows[i][0] - rows[i - 1][0]) / 1e9]
+    if not act:
+        return None
+    t_a, t_b = rows[act[0] - 1][0], rows[act[-1]][0]
+    w = [r for r in rows if t_a + skip_s * 1e9 <= r[0] <= t_b - tail_s * 1e9]
+    if len(w) < 3:
+        return None
+    dt = (w[-1][0] - w[0][0]) / 1e9
+    dep = lambda r: r[1] - r[4]
+    u_emu = (dep(w[-1]) - dep(w[0])) * 8 / dt / rate_bps
+    u_fq = (w[-1][5] - w[0][5]) * 8 / (w[-1][7] - w[0][7]) * 1e9 / rate_bps
+    peak = max((b[5] - a[5]) * 8 / ((b[7] - a[7]) / 1e9) / rate_bps
+               for a, b in zip(w, w[2:]) if b[7] > a[7])
+    return {"util_emu": round(u_emu, 4), "util_fq": round(u_fq, 4),
+            "peak_fq": round(peak, 4), "window_s": round(dt, 2),
+            "samples": len(w), "fq_drops": rows[-1][6]}
+
+
+# ---- probes -----------------------------------------------------------------
+
+MAGIC, VERSION, T_PROBE, T_RESPONSE = 0x48504343, 1, 1, 2
+PROBE_HDR_LEN, INT_HDR_LEN, HOP_LEN, MAX_HOPS = 16, 4, 8, 8
+PAYLOAD_LEN = PROBE_HDR_LEN + INT_HDR_LEN + MAX_HOPS * HOP_LEN
+CLONE_NEWNET = 0x40000000
+
+
+def setns(name):
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"setns {name}: {os.strerror(e)}")
+    finally:
+        os.close(fd)
+
+
+def build_probe(src, dst, sport, dport, dscp, ptype, nonce, snd_nxt, nhop,
+                path_id, hops=b"", ecn=0):
+    import socket
+    hops = hops + bytes(MAX_HOPS * HOP_LEN - len(hops))
+    payload = struct.pack(">IBBHII", MAGIC, VERSION, ptype, PAYLOAD_LEN, nonce, snd_nxt)
+    payload += struct.pack(">HH", ((nhop & 0xf) << 12) | (path_id & 0xfff), 0) + hops
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, 0, 0, 5 << 4, 0x10, 65535, 0, 0)
+    tot = 20 + len(tcp) + len(payload)
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, (dscp << 2) | ecn, tot, 0, 0x4000, 64,
+                     socket.IPPROTO_TCP, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    return ip + tcp + payload
+
+
+def parse_probe(frame):
+    """Decodes an Ethernet frame carrying an HPCC++ probe or response."""
+    import socket
+    if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0xf) * 4
+    if ip[0] >> 4 != 4 or ip[9] != socket.IPPROTO_TCP or len(ip) < ihl + 20:
+        return None
+    tcp = ip[ihl:]
+    doff = (tcp[12] >> 4) * 4
+    pay = tcp[doff:]
+    if len(pay) < PAYLOAD_LEN:
+        return None
+    magic, ver, ptype, plen, nonce, snd_nxt = struct.unpack(">IBBHII", pay[:16])
+    if magic != MAGIC:
+        return None
+    w0, = struct.unpack(">H", pay[16:18])
+    nhop = w0 >> 12
+    hops = []
+    for i in range(MAX_HOPS):
+        rec, = struct.unpack(">Q", pay[20 + 8 * i:28 + 8 * i])
+        hops.append({"speed": rec >> 60, "ts": (rec >> 36) & 0xffffff,
+                     "txb": (rec >> 16) & 0xfffff, "qlen": rec & 0xffff})
+    sport, dport = struct.unpack(">HH", tcp[:4])
+    return {"dscp": ip[1] >> 2, "ecn": ip[1] & 3, "type": ptype, "version": ver,
+            "len": plen, "nonce": nonce, "snd_nxt": snd_nxt, "nhop": nhop,
+            "path_id": w0 & 0xfff, "hops": hops, "sport": sport, "dport": dport,
+            "src": socket.inet_ntoa(ip[12:16]), "dst": socket.inet_ntoa(ip[16:20])}
+
+
+def probe(argv):
+    import argparse
+    import json
+    import socket
+    ap = argparse.ArgumentParser(prog="intsw.py probe")
+    ap.add_argument("--from", dest="src_ns", required=True)
+    ap.add_argument("--to", dest="dst_ns", required=True)
+    ap.add_argument("--dev", required=True, help="capture device in --to")
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--dst", required=True)
+    ap.add_argument("--sport", type=int, default=40000)
+    ap.add_argument("--dport", type=int, default=5201)
+    ap.add_argument("--dscp", type=lambda x: int(x, 0), default=0x0b)
+    ap.add_argument("--type", choices=["probe", "response"], default="probe")
+    ap.add_argument("--nhop", type=int, default=0)
+    ap.add_argument("--path-id", type=lambda x: int(x, 0), default=0)
+    ap.add_argument("--fill", type=lambda x: int(x, 0), default=0,
+                    help="byte to pre-fill the hop records with")
+    ap.add_argument("--count", type=int, default=1)
+    ap.add_argument("--gap", type=float, default=0.05, help="seconds between probes")
+    ap.add_argument("--nonce", type=lambda x: int(x, 0), default=0x1000)
+    ap.add_argument("--timeout", type=float, default=3.0)
+    ap.add_argument("--port", help="a port's pin directory: print its stats before "
+                    "sending and after capturing, as a last JSON line")
+    a = ap.parse_args(argv)
+    port = Port(a.port) if a.port else None
+    before = stats(port) if port else None
+    me = os.open("/proc/self/ns/net", os.O_RDONLY)
+    setns(a.dst_ns)
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    # Only frames with HPCC_PROBE_MAGIC right after a 20-byte IPv4 and a
+    # 20-byte TCP header reach the socket: under a bulk flow python could
+    # not keep up with every frame.
+    cbpf = struct.pack("<HBBI", 0x20, 0, 0, 14 + 20 + 20)          # ld [54]
+    cbpf += struct.pack("<HBBI", 0x15, 0, 1, MAGIC)                # jeq MAGIC
+    cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0xffff)               # ret all
+    cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0)                    # ret 0
+    prog = ctypes.create_string_buffer(cbpf, len(cbpf))
+    fprog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(prog))
+    rx.setsockopt(socket.SOL_SOCKET, 26, fprog)                     # SO_ATTACH_FILTER
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    rx.bind((a.dev, 0))
+    rx.settimeout(0.1)
+    setns(a.src_ns)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    _libc.setns(me, CLONE_NEWNET)
+    ptype = T_PROBE if a.type == "probe" else T_RESPONSE
+    want = {a.nonce + i for i in range(a.count)}
+    sent = {}
+    got = []
+    for i in range(a.count):
+        pkt = build_probe(a.src, a.dst, a.sport, a.dport, a.dscp, ptype,
+                          a.nonce + i, 1000 * i, a.nhop, a.path_id,
+                          bytes([a.fill]) * (MAX_HOPS * HOP_LEN))
+        sent[a.nonce + i] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        tx.sendto(pkt, (a.dst, 0))
+        time.sleep(a.gap)
+    deadline = time.monotonic() + a.timeout
+    while want and time.monotonic() < deadline:
+        try:
+            frame = rx.recv(4096)
+        except socket.timeout:
+            continue
+        pr = parse_probe(frame)
+        if pr and pr["nonce"] in want:
+            want.discard(pr["nonce"])
+            pr["t_rx_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            pr["t_tx_ns"] = sent[pr["nonce"]]
+            got.append(pr)
+    for pr in got:
+        print(json.dumps(pr))
+    if port:
+        print(json.dumps({"stats_before": before, "stats_after": stats(port)}))
+    return 0 if got else 1
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "config":
+        port = Port(args[0])
+        c = port.read_cfg()
+        if args[1:]:
+            c.update(parse_kv(args[1:], CFG_FIELDS))
+            port.write_cfg(c)
+            c = port.read_cfg()
+        print(" ".join(f"{k}={v}" for k, v in c.items()))
+    elif cmd == "stats":
+        s = stats(Port(args[0]))
+        if "--json" in args:
+            import json
+            print(json.dumps(s))
+        else:
+            print("\n".join(f"{k}={v}" for k, v in s.items()))
+    elif cmd == "reset":
+        Port(args[0]).reset()
+    elif cmd == "sample":
+        sample(Port(args[0]), args[1], args[2], float(args[3]), float(args[4]))
+    elif cmd == "wait-busy":
+        return wait_busy(Port(args[0]), float(args[1]), int(args[2]) if args[2:] else 1500)
+    elif cmd == "util":
+        import json
+        r = util(args[0], int(args[1]), float(args[2]), float(args[3]))
+        print(json.dumps(r))
+        return 0 if r else 1
+    elif cmd == "probe":
+        return probe(args)
+    else:
+        sys.exit(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
