@@ -5,13 +5,14 @@
 #   make            build the module against KDIR (default: the cached test kernel)
 #   make run        set up the host if needed, build, boot the VM, run an hpcc flow
 #   make check      set up the host if needed, run every test (host + VM)
+#   make bench      hpcc vs dctcp, cubic and bbr on the emulated bottleneck, with plots
 #
 # KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
 
-.PHONY: all modules clean setup kernel run check
+.PHONY: all modules clean setup kernel run check bench
 
 all: modules
 
@@ -34,3 +35,6 @@ run:
 
 check:
 	$(ROOT)/selftests/run-all.sh
+
+bench:
+	$(ROOT)/vm/bench.sh

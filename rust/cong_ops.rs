@@ -11,7 +11,8 @@
 //!    probe's `snd_nxt` as the ACKed sequence);
 //! 2. sends a probe if data is in flight and the last probe is at least one
 //!    probe interval (default: one RTT) old;
-//! 3. sets cwnd = ⌈W / mss⌉ and the pacing rate W / T while telemetry is
+//! 3. sets cwnd = ⌈W / mss⌉ and the pacing rate W / T (capped at the
+//!    path's slowest link, from the INT rate codes) while telemetry is
 //!    fresh, or otherwise runs the no-telemetry fallback ([`Fallback`]):
 //!    additive increase while cwnd-limited, an immediate cut to `ssthresh`
 //!    in CWR/Recovery (`ssthresh` is the fallback's multiplicative
@@ -22,10 +23,11 @@ use crate::bindings;
 use crate::flow::{FlowObj, Owned};
 use crate::hpcc_core::fallback::Fallback;
 use crate::hpcc_core::law::{Event, HpccFlow};
+use crate::hpcc_core::wire;
 use crate::params::{self, Knobs};
 use crate::probe_tx::{self, now_ns};
 use crate::sock::{CaPriv, TcpSock};
-use crate::stats::{inc, Counter};
+use crate::stats::{self, inc, Counter};
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int};
 use core::mem::MaybeUninit;
@@ -103,8 +105,15 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
         // No exponential probe from a small window: additive increase from
         // the configured (about line-rate) window.
         tp.set_ssthresh(cwnd);
-        // Pace (sch_fq, or TCP's internal pacing), at the rate we set.
+        // Pace (sch_fq, or TCP's internal pacing), at the rate we set, in
+        // small bursts: a burst is a queue at the bottleneck, and HPCC++
+        // reads queues as load.
         tp.request_pacing();
+        if let Ok(shift) = u8::try_from(k.pacing_shift) {
+            if shift != 0 {
+                tp.set_pacing_shift(shift);
+            }
+        }
     })
 }
 
@@ -127,6 +136,7 @@ fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> usize {
         last_probe_ns: 0,
         last_update_ns: 0,
         probes: 0,
+        path_rate: 0,
     };
     match FlowObj::create(net.key(), tuple, owned) {
         Some(p) => {
@@ -159,6 +169,12 @@ unsafe extern "C" fn hpcc_ssthresh(sk: *mut bindings::sock) -> u32 {
         st.prior_cwnd = cwnd;
         st.fallback.on_congestion(&p, cwnd)
     })
+}
+
+/// One-segment TSO minimum: with `pacing_shift`, TCP then sends bursts of
+/// about `2^-shift` s of the pacing rate instead of at least two segments.
+unsafe extern "C" fn hpcc_min_tso_segs(_sk: *mut bindings::sock) -> u32 {
+    1
 }
 
 unsafe extern "C" fn hpcc_undo_cwnd(sk: *mut bindings::sock) -> u32 {
@@ -195,9 +211,36 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
     }
 
     if let Some(mail) = flow.mailbox.take() {
-        match own.law.on_int(&own.params, &mail.int, mail.rx_ns, mail.snd_nxt, tp.snd_nxt()) {
-            Err(_) => inc(Counter::ResponsesBadInt),
-            Ok(o) => match o.event {
+        let Ok(stack) = wire::parse(&mail.int) else {
+            inc(Counter::ResponsesBadInt);
+            return None;
+        };
+        own.path_rate = stack
+            .hops()
+            .iter()
+            .filter_map(|h| wire::rate_info(h.rate))
+            .map(|r| r.bps() / 8)
+            .min()
+            .unwrap_or(0);
+        let o = own.law.on_stack(&own.params, &stack, mail.rx_ns, mail.snd_nxt, tp.snd_nxt());
+        stats::trace(&stats::TraceSample {
+            now_ns: now,
+            u_q40: own.law.u_q40(),
+            window: own.law.window_bytes(),
+            cwnd: tp.cwnd(),
+            inc_stage: own.law.inc_stage(),
+            event: match o.event {
+                Event::Recorded => 0,
+                Event::PathChanged => 1,
+                Event::Updated => 2,
+                Event::Committed => 3,
+                Event::Stale(_) => 4,
+            },
+            srtt_us: tp.srtt_us(),
+            base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
+        });
+        {
+            match o.event {
                 Event::Updated | Event::Committed => {
                     inc(Counter::SamplesApplied);
                     own.last_update_ns = now;
@@ -205,7 +248,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
                 Event::Recorded => inc(Counter::SamplesRecorded),
                 Event::PathChanged => inc(Counter::SamplesPathChanged),
                 Event::Stale(_) => inc(Counter::SamplesStale),
-            },
+            }
         }
     }
 
@@ -224,7 +267,13 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 
     let fresh = own.last_update_ns != 0
         && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
-    fresh.then(|| (own.law.window_bytes(), own.law.pacing_rate(&own.params)))
+    // R = W/T, but never faster than the slowest link of the path: a flow
+    // paced above it only builds a queue there.
+    let mut rate = own.law.pacing_rate(&own.params);
+    if own.path_rate != 0 {
+        rate = rate.min(own.path_rate);
+    }
+    fresh.then(|| (own.law.window_bytes(), rate))
 }
 
 /// TCP's default pacing: `ratio`% of cwnd·mss per smoothed RTT.
@@ -303,6 +352,7 @@ static OPS: OpsCell = OpsCell(UnsafeCell::new(bindings::tcp_congestion_ops {
     ssthresh: Some(hpcc_ssthresh),
     cong_control: Some(hpcc_cong_control),
     undo_cwnd: Some(hpcc_undo_cwnd),
+    min_tso_segs: Some(hpcc_min_tso_segs),
     name: ca_name(),
     flags: bindings::TCP_CONG_NON_RESTRICTED,
     ..ZEROED_OPS

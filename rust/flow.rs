@@ -171,6 +171,9 @@ pub(crate) struct Owned {
     pub(crate) last_update_ns: u64,
     /// Probes sent (selects the nonce slot).
     pub(crate) probes: usize,
+    /// The slowest link of the path as the last response reported it,
+    /// bytes/s (0: unknown).
+    pub(crate) path_rate: u64,
 }
 
 /// A flow's out-of-line state.

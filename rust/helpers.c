@@ -66,11 +66,16 @@ HPCC_PARAM(max_hops,
 	   "Largest INT hop count accepted in a response (1..8, default 8)");
 HPCC_PARAM(telemetry,
 	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
+HPCC_PARAM(pacing_shift,
+	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 13)");
 
 /* Read-only event counters; storage and formatting in Rust (rust/stats.rs). */
 extern const struct kernel_param_ops hpcc_stats_ops;
 module_param_cb(stats, &hpcc_stats_ops, NULL, 0444);
 MODULE_PARM_DESC(stats, "Event counters of probes, responses and samples (read-only)");
+extern const struct kernel_param_ops hpcc_trace_ops;
+module_param_cb(trace, &hpcc_trace_ops, NULL, 0444);
+MODULE_PARM_DESC(trace, "The last 64 telemetry samples applied: U, W, cwnd, incStage, RTTs (read-only)");
 
 bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk)
 {

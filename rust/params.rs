@@ -73,6 +73,7 @@ knobs! {
     hpcc_param_response_dscp, "response_dscp", probe::DSCP_RESPONSE_DEFAULT as u32, response_dscp;
     hpcc_param_max_hops, "max_hops", wire::MAX_HOPS as u32, max_hops;
     hpcc_param_telemetry, "telemetry", 1, telemetry;
+    hpcc_param_pacing_shift, "pacing_shift", 13, pacing_shift;
 }
 
 /// Why a knob set was refused.
@@ -88,6 +89,8 @@ pub(crate) enum KnobError {
     MaxHops,
     /// `telemetry` is not 0 or 1.
     Telemetry,
+    /// `pacing_shift` is not 0 or in 8..=16.
+    PacingShift,
     /// `base_rtt_us` or `probe_interval_us` is above one second.
     Time,
 }
@@ -105,6 +108,7 @@ impl KnobError {
             Self::Dscp => "DSCPs must be 0..63 and differ",
             Self::MaxHops => "max_hops must be in 1..8",
             Self::Telemetry => "telemetry must be 0 or 1",
+            Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
         }
     }
@@ -166,6 +170,9 @@ impl Knobs {
         }
         if self.telemetry > 1 {
             return Err(KnobError::Telemetry);
+        }
+        if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {
+            return Err(KnobError::PacingShift);
         }
         Ok(())
     }

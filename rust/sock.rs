@@ -171,6 +171,17 @@ impl<'a> TcpSock<'a> {
         Some((crate::probe_tx::NetRef::new(net)?, t))
     }
 
+    /// Sets `sk_pacing_shift`: TSO bursts and TSQ budgets are
+    /// `sk_pacing_rate >> shift` bytes (the kernel's default 10 is ~1 ms).
+    #[inline]
+    pub(crate) fn set_pacing_shift(&mut self, shift: u8) {
+        // SAFETY: a u8 field of the live socket (type invariant); the kernel
+        // writes it with WRITE_ONCE() and reads it with READ_ONCE().
+        unsafe {
+            core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_inet.sk.sk_pacing_shift).write_volatile(shift)
+        };
+    }
+
     /// Asks TCP to pace this flow itself unless a qdisc (`fq`) already does,
     /// as `tcp_bbr.c` does. TCP then paces at `sk_pacing_rate`.
     #[inline]

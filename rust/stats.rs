@@ -103,6 +103,93 @@ unsafe extern "C" fn hpcc_stats_get(buffer: *mut c_char, _kp: *const bindings::k
     w.len as c_int
 }
 
+/// Recent telemetry samples, for `cat .../parameters/trace`: a ring of
+/// the last [`TRACE_LEN`] samples applied by any flow (each slot four
+/// relaxed atomics, so a reader racing a writer may see a torn line).
+const TRACE_LEN: usize = 64;
+static TRACE: [[AtomicU64; 4]; TRACE_LEN] = [const { [const { AtomicU64::new(0) }; 4] }; TRACE_LEN];
+static TRACE_HEAD: AtomicU64 = AtomicU64::new(0);
+
+/// One traced sample.
+pub(crate) struct TraceSample {
+    /// Host time, ns.
+    pub(crate) now_ns: u64,
+    /// `U` in Q23.40.
+    pub(crate) u_q40: u64,
+    /// `W`, bytes.
+    pub(crate) window: u32,
+    /// The cwnd set, segments.
+    pub(crate) cwnd: u32,
+    /// `incStage`.
+    pub(crate) inc_stage: u32,
+    /// Event code: 0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale.
+    pub(crate) event: u32,
+    /// Smoothed RTT, µs.
+    pub(crate) srtt_us: u32,
+    /// T, µs.
+    pub(crate) base_rtt_us: u32,
+}
+
+/// Records a sample in the trace ring.
+pub(crate) fn trace(t: &TraceSample) {
+    let i = (TRACE_HEAD.fetch_add(1, Relaxed) as usize) % TRACE_LEN;
+    if let Some(slot) = TRACE.get(i) {
+        let words = [
+            t.now_ns,
+            t.u_q40,
+            (u64::from(t.window) << 32) | u64::from(t.cwnd),
+            (u64::from(t.inc_stage) << 56)
+                | (u64::from(t.event & 0xff) << 48)
+                | (u64::from(t.srtt_us & 0xff_ffff) << 24)
+                | u64::from(t.base_rtt_us & 0xff_ffff),
+        ];
+        for (a, w) in slot.iter().zip(words) {
+            a.store(w, Relaxed);
+        }
+    }
+}
+
+/// `kernel_param_ops.get` of the read-only `trace` parameter.
+unsafe extern "C" fn hpcc_trace_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+    if buffer.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `hpcc_stats_get`: a PAGE_SIZE buffer for this call.
+    let page = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), PAGE) };
+    let mut w = PageWriter { buf: page, len: 0 };
+    let _ = writeln!(w, "# t_us u_milli window_bytes cwnd inc_stage event srtt_us base_rtt_us");
+    let head = TRACE_HEAD.load(Relaxed) as usize;
+    for k in 0..TRACE_LEN {
+        let Some(slot) = TRACE.get((head + k) % TRACE_LEN) else { continue };
+        let v: [u64; 4] = [0, 1, 2, 3].map(|j| slot.get(j).map_or(0, |a| a.load(Relaxed)));
+        if v[0] == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            w,
+            "{} {} {} {} {} {} {} {}",
+            v[0] / 1000,
+            (v[1].saturating_mul(1000)) >> 40,
+            v[2] >> 32,
+            v[2] & 0xffff_ffff,
+            v[3] >> 56,
+            (v[3] >> 48) & 0xff,
+            (v[3] >> 24) & 0xff_ffff,
+            v[3] & 0xff_ffff
+        );
+    }
+    w.len as c_int
+}
+
+/// The ops of the read-only `trace` parameter.
+#[no_mangle]
+static hpcc_trace_ops: bindings::kernel_param_ops = bindings::kernel_param_ops {
+    flags: 0,
+    set: Some(hpcc_stats_set),
+    get: Some(hpcc_trace_get),
+    free: None,
+};
+
 /// `stats` cannot be written.
 unsafe extern "C" fn hpcc_stats_set(_val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
     EPERM.to_errno()

@@ -14,7 +14,7 @@ DEB_PKGS=(
 	flex bison bc libelf-dev libssl-dev cpio kmod make
 	iproute2 iperf3 bpftool libbpf-dev
 	linux-source-6.12
-	python3-pip xz-utils ethtool procps
+	python3-pip python3-matplotlib xz-utils ethtool procps
 )
 
 log() { printf 'setup-host: %s\n' "$*" >&2; }
