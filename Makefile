@@ -6,13 +6,14 @@
 #   make run        set up the host if needed, build, boot the VM, run an hpcc flow
 #   make check      set up the host if needed, run every test (host + VM)
 #   make bench      hpcc vs dctcp, cubic and bbr on the emulated bottleneck, with plots
+#   make closed-loop  the closed-loop HPCC++ acceptance test in the VM
 #
 # KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
 
-.PHONY: all modules clean setup kernel run check bench
+.PHONY: all modules clean setup kernel run check bench closed-loop
 
 all: modules
 
@@ -38,3 +39,8 @@ check:
 
 bench:
 	$(ROOT)/vm/bench.sh
+
+# The closed-loop acceptance test of HPCC++ on the INT switch emulator
+# (selftests/hpcc_closed_loop.sh); not yet part of `make check`, see README.
+closed-loop:
+	HPCC_TESTS=hpcc_closed_loop.sh $(ROOT)/selftests/run-all.sh

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bulk TCP flows with exact byte accounting, and hostile HPCC++ responses.
 
-  hpcc_flow.py serve PORT [--once]
-        accept connections, read each to EOF, print {"bytes": N} per connection
+  hpcc_flow.py serve PORT [--once] [--cc ALGO]
+        accept connections, read each to EOF, print {"bytes": N} per connection;
+        --cc sets the listener's (and so the connections') algorithm, which
+        dctcp needs at both ends to negotiate ECN
   hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
         send for SECONDS, close gracefully, print {"bytes","secs","mbps"}
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
@@ -35,6 +37,8 @@ def serve(argv):
     port = int(argv[0])
     once = "--once" in argv
     ls = socket.socket()
+    if "--cc" in argv:
+        ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, argv[argv.index("--cc") + 1].encode())
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("0.0.0.0", port))
     ls.listen(16)

@@ -60,7 +60,8 @@ echo "calls into core panic/fail paths in rust/tcp_hpcc.o: $panics"
 verdict module-has-no-panic-paths $?
 
 step "kselftests in the VM"
-"$root/vm/run" -k "$kdir" -w "$results" -- "$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
+"$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_TESTS="${HPCC_TESTS:-}" \
+	"$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
 vm_rc=${PIPESTATUS[0]}
 shopt -s nullglob
 ktaps=("$results"/*.ktap)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Side-by-side benchmark, guest side (run by `make bench` through vm/run):
+# hpcc, dctcp (CE marking at K), cubic and bbr on the same emulated
+# bottleneck, 1 and 4 flows, in one VM boot. Writes bench.jsonl and
+# bench.csv to $HPCC_RESULTS and prints one table per scenario.
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/int_switch.sh"
+. "$(dirname "$0")/bench_lib.sh"
+
+SECS=${SECS:-10}
+RATE_MBIT=${RATE_MBIT:-100}
+RTT_US=${RTT_US:-2000}
+ALGOS=${ALGOS:-hpcc dctcp cubic bbr}
+FLOWS=${FLOWS:-1 4}
+RESULTS=${HPCC_RESULTS:-/tmp}
+JSON=$RESULTS/bench.jsonl
+: >"$JSON"
+
+install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "bench: cannot load tcp_hpcc"; exit 1; }
+intsw_build >/dev/null || { echo "bench: cannot build the switch emulator"; exit 1; }
+trap 'intsw_cleanup' EXIT
+
+for n in $FLOWS; do
+	for algo in $ALGOS; do
+		echo "bench: $algo, $n flow(s), ${SECS}s" >&2
+		bench_scenario "$algo" "$n" single "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" \
+			tag="$algo-$n" >>"$JSON" || echo "bench: $algo $n failed" >&2
+	done
+done
+
+python3 - "$JSON" "$RESULTS/bench.csv" <<'PY'
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cols = ["algo", "flows", "util", "goodput_mbps", "q_p50_bytes", "q_p99_bytes", "q_max_bytes",
+        "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "drops", "ce_marks", "jain"]
+for r in rows:
+    for q in ("p50", "p99", "max"):
+        r[f"q_{q}_bdp"] = round(r[f"q_{q}_bytes"] / r["bdp_bytes"], 3)
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=cols + ["rate_mbit", "rtt_us", "bdp_bytes", "secs"], extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+for n in sorted({r["flows"] for r in rows}):
+    sc = [r for r in rows if r["flows"] == n]
+    r0 = sc[0]
+    print(f'\n{n} flow(s), B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, BDP {r0["bdp_bytes"]} B, {r0["secs"]:.0f} s')
+    print(f'{"algo":6} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}')
+    ref = {r["algo"]: r for r in sc}
+    for r in sc:
+        q = lambda k: f'{r[f"q_{k}_bytes"]:>6.0f} B {r[f"q_{k}_bdp"]:>5.2f}'
+        u = "n/a" if r["util"] is None else f'{100 * r["util"]:.1f}%'
+        print(f'{r["algo"]:6} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}')
+    if "hpcc" in ref:
+        h = ref["hpcc"]
+        for a in ("dctcp", "cubic", "bbr"):
+            if a in ref and h["util"] and ref[a]["util"]:
+                o = ref[a]
+                p99 = "inf" if h["q_p99_bytes"] == 0 else f'{o["q_p99_bytes"] / h["q_p99_bytes"]:.1f}x'
+                print(f'  hpcc vs {a}: utilization {h["util"] / o["util"]:.2f}x, p99 queue {a}/hpcc = {p99}')
+PY

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# One measured scenario on the INT switch emulator: a topology, N bulk
+# flows of one congestion control, and the bottleneck's own counters.
+# Source after lib.sh and int_switch.sh. Used by the closed-loop kselftest
+# and by the side-by-side benchmark (selftests/bench.sh).
+#
+#   bench_scenario ALGO NFLOWS TOPO SECONDS [key=value ...]
+#       TOPO: single (one switch; N senders fan in) | twohop (bottleneck at
+#       hop 2) | parallel (route change at half time; 1 flow)
+#       keys: rate_mbit=100 rtt_us=2000 buffer=<4 BDP> ecn_k=<BDP/4> tag=NAME
+#       inject=N (N forged responses of each kind toward flow 1, after 1 s)
+#       sender_fq=1 (sch_fq on the senders, for every algorithm: how paced
+#       congestion controls are deployed) tso_rtt_log=0 (senders' TSO bursts
+#       sized by the pacing rate only, not inflated for small RTTs)
+#   Prints one JSON object (also appended to $BENCH_JSON if set):
+#       algo, flows, topo, rate_mbit, rtt_us, bdp_bytes, secs,
+#       util (bottleneck departures / B over the flows' steady part),
+#       goodput_mbps, per_flow_mbps, jain,
+#       q_p50_bytes, q_p99_bytes, q_max_bytes, q_mean_bytes (per-packet
+#       samples of the bottleneck queue, whole run), drops, drops_late
+#       (drops later than 10 base RTTs after the first packet), ce_marks,
+#       probes_stamped, hpcc (tcp_hpcc stats deltas), and for parallel the
+#       per-switch probe counts.
+
+BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+BENCH_PY=${INTSW_PY:-python3}
+
+_bench_kv() { _intsw_kv "$@"; }
+
+_bench_hpcc_stats() {
+	if [ -r /sys/module/tcp_hpcc/parameters/stats ]; then
+		awk '{ printf "%s\"%s\": %s", (NR > 1 ? ", " : ""), $1, $2 } BEGIN { printf "{" } END { print "}" }' \
+			/sys/module/tcp_hpcc/parameters/stats
+	else
+		echo "{}"
+	fi
+}
+
+bench_scenario() {
+	local algo=$1 n=$2 topo=$3 secs=$4
+	shift 4
+	local rate rtt bdp buffer ecn_k tag
+	rate=$(_bench_kv rate_mbit 100 "$@")
+	rtt=$(_bench_kv rtt_us 2000 "$@")
+	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
+	buffer=$(_bench_kv buffer $((4 * bdp)) "$@")
+	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
+	tag=$(_bench_kv tag "$algo-$n-$topo" "$@")
+	local out=${HPCC_RESULTS:-/tmp}/bench-$tag
+	local common=(rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k")
+
+	case $topo in
+	single) intsw_topo_fanin "$n" "${common[@]}" ;;
+	twohop) intsw_topo_twohop "$n" "${common[@]}" ;;
+	parallel) intsw_topo_parallel "${common[@]}" ;;
+	*) echo "bench: unknown topology $topo" >&2; return 1 ;;
+	esac || { echo "bench: topology $topo failed" >&2; return 1; }
+
+	local senders=() src=() i
+	if [ "$topo" = parallel ]; then
+		senders=(hpcc-s1); src=(10.0.1.1)
+	else
+		for i in $(seq 1 "$n"); do senders+=("hpcc-s$i"); src+=("10.1.$i.1"); done
+	fi
+	local ns rtt_log
+	rtt_log=$(_bench_kv tso_rtt_log 0 "$@")
+	# ECN stays at the kernel default (tcp_ecn=2: accepted when asked):
+	# dctcp asks for it, the other algorithms do not, so CE marking at K
+	# only ever acts on dctcp.
+	local sender_fq
+	sender_fq=$(_bench_kv sender_fq 1 "$@")
+	for ns in "${senders[@]}" hpcc-rcv; do
+		[ -z "$rtt_log" ] || ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tso_rtt_log="$rtt_log"
+	done
+	if [ "$sender_fq" = 1 ]; then
+		# Hosts pace in sch_fq, as recommended for paced congestion controls.
+		for ns in "${senders[@]}"; do
+			for dev in $(ip -n "$ns" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'); do
+				tc -n "$ns" qdisc replace dev "$dev" root fq
+			done
+		done
+	fi
+	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
+	local before
+	before=$(_bench_hpcc_stats)
+
+	local pids=() srv=()
+	for i in "${!senders[@]}"; do
+		timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once --cc "$algo" \
+			>"$out.srv$i.json" &
+		srv+=($!)
+	done
+	sleep 0.5
+	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
+	local sampler=$!
+	sleep 0.3
+	for i in "${!senders[@]}"; do
+		timeout $((secs + 30)) ip netns exec "${senders[$i]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + i)) \
+			"$secs" --cc "$algo" >"$out.flow$i.json" &
+		pids+=($!)
+	done
+	local inject
+	inject=$(_bench_kv inject 0 "$@")
+	if [ "$inject" -gt 0 ]; then
+		# Forged responses toward sender 1's flow, from the receiver's netns.
+		sleep 1
+		local port
+		port=$(ip netns exec "${senders[0]}" ss -tnH state established dst 10.0.2.1:5301 |
+			awk '{ n = split($3, a, ":"); print a[n]; exit }')
+		ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$inject" \
+			--src 10.0.2.1 --dst "${src[0]}" --sport 5301 --dport "${port:-1}" >/dev/null
+	fi
+	local moved=""
+	if [ "$topo" = parallel ]; then
+		sleep "$(echo "$secs / 2" | bc -l)"
+		local sa
+		intsw_route b
+		sa=$(intsw_get hpcc-swa rcv probes_stamped)
+		moved="\"stamped_a_at_move\": $sa"
+	fi
+	for i in "${pids[@]}" "${srv[@]}"; do wait "$i"; done
+	wait $sampler
+	local after
+	after=$(_bench_hpcc_stats)
+	# After a route change the bottleneck is the new path's port.
+	bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
+	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
+	if [ "$topo" = parallel ]; then
+		intsw_stats hpcc-swa rcv --json >"$out.port-a.json"
+	fi
+
+	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
+		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" <<'EOF'
+import json, subprocess, sys
+out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw = sys.argv[1:]
+rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
+flows = []
+for i in range(nsnd):
+    try:
+        flows.append(json.load(open(f"{out}.flow{i}.json")))
+    except Exception:
+        flows.append({"bytes": 0, "secs": secs, "mbps": 0.0})
+mbps = [f["mbps"] for f in flows]
+jain = (sum(mbps) ** 2 / (len(mbps) * sum(m * m for m in mbps))) if any(mbps) else 0.0
+port = json.load(open(f"{out}.port.json"))
+u = subprocess.run([sys.executable, intsw, "util", f"{out}.samples", str(rate * 1000000), "1.0", "0.5"],
+                   capture_output=True, text=True).stdout.strip()
+try:
+    util = json.loads(u)
+except Exception:
+    util = None
+b, a = json.loads(before), json.loads(after)
+late_after = port.get("first_ns", 0) + 10 * rtt * 1000
+r = {
+    "algo": algo, "flows": int(n), "topo": topo, "rate_mbit": rate, "rtt_us": rtt,
+    "bdp_bytes": bdp, "secs": secs,
+    "util": util["util_fq"] if util else None,
+    "util_detail": util,
+    "goodput_mbps": round(sum(mbps), 2), "per_flow_mbps": mbps, "jain": round(jain, 4),
+    "q_p50_bytes": port["qlen_p50_bytes"], "q_p99_bytes": port["qlen_p99_bytes"],
+    "q_max_bytes": port["qlen_max_bytes"], "q_mean_bytes": port["qlen_mean_bytes"],
+    "drops": port["drops"],
+    "last_drop_after_start_ms": round((port["last_drop_ns"] - port["first_ns"]) / 1e6, 2) if port["drops"] else None,
+    "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
+    "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
+    "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
+}
+if topo == "parallel":
+    pa = json.load(open(f"{out}.port-a.json"))
+    extra = json.loads("{" + moved + "}") if moved else {}
+    r["stamped_a_at_move"] = extra.get("stamped_a_at_move")
+    r["stamped_a_total"] = pa["probes_stamped"]
+    r["stamped_b_total"] = port["probes_stamped"]
+print(json.dumps(r))
+EOF
+}

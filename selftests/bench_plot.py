@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Plots of the side-by-side benchmark (selftests/bench.sh output).
+
+  bench_plot.py DIR     reads DIR/bench.jsonl and DIR/bench-<algo>-<n>.samples,
+                        writes DIR/bench_summary.png and DIR/bench_queue.png
+
+bench_summary.png: utilization, p99 queue (fraction of BDP) and drops per
+algorithm, for 1 and 4 flows. bench_queue.png: the bottleneck's backlog over
+time (0.2 s samples) for each algorithm with 4 flows and 1 flow.
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"hpcc": "#1b9e77", "dctcp": "#d95f02", "cubic": "#7570b3", "bbr": "#e7298a"}
+
+
+def main(d):
+    rows = [json.loads(line) for line in open(os.path.join(d, "bench.jsonl")) if line.strip()]
+    flows = sorted({r["flows"] for r in rows})
+    algos = list(dict.fromkeys(r["algo"] for r in rows))
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    width = 0.8 / max(1, len(flows))
+    metrics = [
+        ("util", "utilization of B", lambda r: (r["util"] or 0) * 100, "%"),
+        ("q_p99", "p99 queue (fraction of BDP)", lambda r: r["q_p99_bytes"] / r["bdp_bytes"], "BDP"),
+        ("drops", "drops at the bottleneck", lambda r: r["drops"], "packets"),
+    ]
+    for ax, (_, title, f, unit) in zip(axes, metrics):
+        for j, n in enumerate(flows):
+            xs, ys = [], []
+            for i, a in enumerate(algos):
+                r = next((r for r in rows if r["algo"] == a and r["flows"] == n), None)
+                if r is not None:
+                    xs.append(i + j * width)
+                    ys.append(f(r))
+            bars = ax.bar(xs, ys, width, label=f"{n} flow{'s' if n > 1 else ''}",
+                          color=[COLORS.get(algos[int(round(x - j * width))], "gray") for x in xs],
+                          alpha=1.0 if j == 0 else 0.55, edgecolor="black", linewidth=0.5)
+            ax.bar_label(bars, fmt="%.2f" if unit == "BDP" else "%.0f", fontsize=7)
+        ax.set_xticks([i + width * (len(flows) - 1) / 2 for i in range(len(algos))])
+        ax.set_xticklabels(algos)
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=8)
+    r0 = rows[0]
+    fig.suptitle(f'B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, BDP {r0["bdp_bytes"]} B, '
+                 f'{r0["secs"]:.0f} s per run (solid: 1 flow, light: 4 flows)')
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "bench_summary.png"), dpi=110)
+
+    fig, axes = plt.subplots(len(flows), 1, figsize=(10, 3.2 * len(flows)), squeeze=False)
+    for ax, n in zip(axes[:, 0], flows):
+        for a in algos:
+            path = os.path.join(d, f"bench-{a}-{n}.samples")
+            if not os.path.exists(path):
+                continue
+            pts = [list(map(int, line.split())) for line in open(path) if line.strip()]
+            if not pts:
+                continue
+            t0 = pts[0][0]
+            bdp = next(r["bdp_bytes"] for r in rows if r["algo"] == a and r["flows"] == n)
+            ax.plot([(p[0] - t0) / 1e9 for p in pts], [p[4] / bdp for p in pts],
+                    label=a, color=COLORS.get(a), linewidth=1.2)
+        ax.set_title(f"bottleneck backlog, {n} flow{'s' if n > 1 else ''}")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("queue (BDP)")
+        ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "bench_queue.png"), dpi=110)
+    print(f"wrote {d}/bench_summary.png and {d}/bench_queue.png")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "results/bench")
