@@ -45,19 +45,22 @@
 #       10.1.<i>.1) -> hpcc-sw1 (ports s<i>) -> ... -> hpcc-sw<NSW> -> hpcc-rcv
 #       (eth0). Data-direction ports: hpcc-sw<k>/next toward the next switch,
 #       hpcc-sw<NSW>/rcv toward the receiver. No emulator attached.
-#   intsw_topo_single [rate_mbit= rtt_us= buffer= ecn_k=]        (a)
-#   intsw_topo_fanin N [rate_mbit= rtt_us= buffer= ecn_k=]       (b)
-#   intsw_topo_twohop N [rate_mbit= rate1_mbit= rtt_us= buffer= ecn_k=]   (c)
+#   intsw_topo_single [rate_mbit= rtt_us= buffer= ecn_k= tso=]   (a)
+#   intsw_topo_fanin N [rate_mbit= rtt_us= buffer= ecn_k= tso=]  (b)
+#   intsw_topo_twohop N [rate_mbit= rate1_mbit= rtt_us= buffer= ecn_k= tso=]  (c)
+#       defaults: 100 Mbit/s, 2000 us, buffer 4 BDP, ecn_k 0, tso on
+#       (tso=off: intsw_sender_offload off on the senders).
 #       chain with emulators attached: hpcc-sw<k> has switch ID 0x100+k; in
 #       (c) hop 1 (hpcc-sw1/next) runs at rate1_mbit (default 2 x rate_mbit)
 #       with an unlimited buffer and hop 2 (hpcc-sw2/rcv) is the bottleneck.
 #       INTSW_PORTS lists the attached ports as "ns/dev" in path order and
 #       INTSW_BOTTLENECK the bottleneck port.
-#   intsw_topo_parallel [rate_mbit= rtt_us= buffer= ecn_k=]      (d)
+#   intsw_topo_parallel [rate_mbit= rtt_us= buffer= ecn_k= tso=] (d)
 #       sender hpcc-s1 (10.0.1.1 on lo) and receiver hpcc-rcv (10.0.2.1 on
 #       lo) joined by two switches hpcc-swa (ID 0x0a1) and hpcc-swb (ID
 #       0x0b2), each with its emulator on port rcv; intsw_route a|b moves
 #       both directions of the route onto one of them.
+#   intsw_sender_offload on|off          TSO/GSO on the senders' devices
 #   intsw_cleanup                        delete every hpcc-* netns and all pins
 
 INTSW_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -354,33 +357,52 @@ _intsw_common() {
 	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
 	buffer=$(_intsw_kv buffer $((4 * bdp)) "$@")
 	ecn_k=$(_intsw_kv ecn_k 0 "$@")
+	tso=$(_intsw_kv tso on "$@")
+}
+
+# intsw_sender_offload on|off: TSO/GSO of every sender device (hpcc-s*).
+# With "off", senders emit MTU-sized packets, so the emulator queues, drops
+# and marks per packet as a real switch would (instead of per GSO skb of up
+# to ~1 ms of the flow's rate); costs more CPU: at 100 Mbit/s under TCG the
+# forwarding path takes about half a vCPU.
+intsw_sender_offload() {
+	local ns dev
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		case $ns in hpcc-s[0-9]*) ;; *) continue ;; esac
+		for dev in $(ip -n "$ns" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'); do
+			ip netns exec "$ns" ethtool -K "$dev" tso "$1" gso "$1" >/dev/null || return 1
+		done
+	done
 }
 
 intsw_topo_single() { # (a) one sender, one switch, one receiver
-	local rate rtt bdp buffer ecn_k
+	local rate rtt bdp buffer ecn_k tso
 	_intsw_common "$@"
 	intsw_topo_chain 1 1 "$rtt" || return 1
+	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
 	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 || return 1
 	INTSW_PORTS=(hpcc-sw1/rcv)
 	INTSW_BOTTLENECK=hpcc-sw1/rcv
 }
 
 intsw_topo_fanin() { # (b) N senders into one bottleneck
-	local n=$1 rate rtt bdp buffer ecn_k
+	local n=$1 rate rtt bdp buffer ecn_k tso
 	shift
 	_intsw_common "$@"
 	intsw_topo_chain "$n" 1 "$rtt" || return 1
+	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
 	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 || return 1
 	INTSW_PORTS=(hpcc-sw1/rcv)
 	INTSW_BOTTLENECK=hpcc-sw1/rcv
 }
 
 intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
-	local n=$1 rate rtt bdp buffer ecn_k rate1
+	local n=$1 rate rtt bdp buffer ecn_k tso rate1
 	shift
 	_intsw_common "$@"
 	rate1=$(_intsw_kv rate1_mbit $((2 * rate)) "$@")
 	intsw_topo_chain "$n" 2 "$rtt" || return 1
+	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
 	intsw_attach hpcc-sw1 next rate_mbit="$rate1" buffer=0 ecn_k="$ecn_k" switch_id=0x101 || return 1
 	intsw_attach hpcc-sw2 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x102 || return 1
 	INTSW_PORTS=(hpcc-sw1/next hpcc-sw2/rcv)
@@ -388,7 +410,7 @@ intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
 }
 
 intsw_topo_parallel() { # (d) two parallel switches; intsw_route moves the path
-	local rate rtt bdp buffer ecn_k x n
+	local rate rtt bdp buffer ecn_k tso x n
 	_intsw_common "$@"
 	intsw_cleanup
 	_intsw_ns hpcc-s1
@@ -408,6 +430,7 @@ intsw_topo_parallel() { # (d) two parallel switches; intsw_route moves the path
 	# Either end may receive on either device while the route moves.
 	_INTSW_RPF+=(hpcc-s1 hpcc-rcv)
 	_intsw_commit || return 1
+	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
 	intsw_attach hpcc-swa rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0a1 || return 1
 	intsw_attach hpcc-swb rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0b2 || return 1
 	INTSW_PORTS=(hpcc-swa/rcv hpcc-swb/rcv)

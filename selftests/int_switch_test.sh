@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
-DURATION=${DURATION:-4}
+DURATION=${DURATION:-5}
 RESULTS=${HPCC_RESULTS:-/tmp}
 RATE=$((RATE_MBIT * 1000000))
 BDP=$((RATE / 8 * RTT_US / 1000000))
@@ -199,7 +199,7 @@ bulk_flow() { # bulk_flow NAME CC
 	local client=$!
 	intsw_wait_busy $SW $PORT 10 3000
 	sleep 0.3
-	probes "$name.loaded" $SW/$PORT --count 5 --gap 0.004 --nonce 0x500
+	probes "$name.loaded" $SW/$PORT --count 8 --gap 0.004 --nonce 0x500
 	wait $client
 	local rc=$?
 	sleep 0.6
@@ -245,8 +245,8 @@ u = json.load(open(sys.argv[1]))
 print(u)
 assert u["util_emu"] >= 0.85, "utilization %.3f < 0.85" % u["util_emu"]
 assert u["util_emu"] <= 1.005, "utilization %.3f > B" % u["util_emu"]
-assert 0.85 <= u["util_fq"] <= 1.02, "fq-measured utilization %.3f" % u["util_fq"]
-assert u["peak_fq"] <= 1.05, "peak rate %.3f of B" % u["peak_fq"]
+assert 0.85 <= u["util_fq"] <= 1.01, "fq-measured utilization %.3f" % u["util_fq"]
+assert u["peak_fq"] <= 1.02, "peak rate %.3f of B" % u["peak_fq"]
 assert u["fq_drops"] == 0, "fq dropped %d" % u["fq_drops"]
 PYEOF
 }
@@ -273,12 +273,13 @@ ktap_check_v "drop_tail_drops_counted" t_cubic_drops
 t_probe_loaded() {
 	check_probes cubic.loaded <<EOF
 sh = st["unit_shift"]
-assert len(ps) >= 3, "got %d of 5 probes" % len(ps)
+assert len(ps) >= 4, "got %d of 8 probes" % len(ps)
 qs = [p["hops"][0]["qlen"] << sh for p in ps]
 print("queue seen by probes:", qs, "bytes")
 assert max(qs) > 0 and max(qs) <= $BUF, qs
 # rate from consecutive records, txBytes over ts as a sender computes it:
-# never above B, and B while the queue stays busy. ts wraps every 33.5 ms:
+# never above B, and B over a period in which the queue stays busy. ts
+# wraps every 33.5 ms:
 # unwrap to the sending times' difference, as a receiver of the telemetry does.
 rs = []
 for a, b in zip(ps, ps[1:]):
@@ -293,7 +294,7 @@ for a, b in zip(ps, ps[1:]):
     print("INT rate between probes: %.3f of B over %.2f ms" % (rs[-1], dt / 1e6))
 assert rs, "no two probes within 30 ms"
 assert max(rs) <= 1.001, rs
-assert sorted(rs)[len(rs) // 2] >= 0.85, rs
+assert max(rs) >= 0.97, rs     # B over a busy period (cubic may drain the queue between others)
 EOF
 }
 ktap_check_v "probes_under_load_report_queue_and_rate" t_probe_loaded
@@ -367,7 +368,9 @@ assert len(ps) >= 3
 assert all(p["nhop"] == 2 and p["path_id"] == 0x003 for p in ps)
 assert max(p["hops"][1]["qlen"] for p in ps) > 0, "probes saw no queue at hop 2"
 assert s1["drops"] == 0 and st["drops"] > 0, "drops not at hop 2 only"
-assert st["qlen_mean_bytes"] > 2 * s1["qlen_mean_bytes"], "hop 2 is not where the queue is"
+# Hop 1 queues too: the sender's veth has no rate, so its unpaced bursts
+# arrive at hop 1 at once; the standing queue is at hop 2.
+assert st["qlen_mean_bytes"] > 1.3 * s1["qlen_mean_bytes"], "hop 2 is not where the queue is"
 EOF
 }
 ktap_check_v "two_hops_queue_and_drops_at_hop2" t_two_hops_flow
