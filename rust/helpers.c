@@ -49,7 +49,7 @@ HPCC_PARAM(max_cwnd_segs,
 HPCC_PARAM(eta_ppm,
 	   "HPCC++ target utilization eta in parts per million (1..1000000, default 950000)");
 HPCC_PARAM(max_stage,
-	   "HPCC++ additive-increase stages before a multiplicative step (default 5)");
+	   "HPCC++ additive-increase stages before a multiplicative step (default 1: one probe sample per RTT)");
 HPCC_PARAM(wai_bytes,
 	   "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows (default 0)");
 HPCC_PARAM(expected_flows,

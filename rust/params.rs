@@ -25,6 +25,12 @@ use kernel::prelude::*;
 const F: FallbackParams = FallbackParams::DEFAULT;
 const H: HpccConfig = HpccConfig::DEFAULT;
 
+/// maxStage for TCP: the drafts' 5 assumes an update per ACK; with one
+/// probe sample per RTT, five additive stages take five RTTs and noisy
+/// samples then keep the window low (measured: 73% of B with 5, 86% with 1
+/// on the emulated 100 Mbit/s bottleneck, same median queue).
+const DEFAULT_MAX_STAGE: u32 = 1;
+
 /// MSS used to check window bounds when a knob is written.
 const REFERENCE_MSS: u32 = 1448;
 
@@ -64,7 +70,7 @@ knobs! {
     hpcc_param_min_cwnd_segs, "min_cwnd_segs", F.min_segs, min_cwnd_segs;
     hpcc_param_max_cwnd_segs, "max_cwnd_segs", F.max_segs, max_cwnd_segs;
     hpcc_param_eta_ppm, "eta_ppm", H.eta_ppm, eta_ppm;
-    hpcc_param_max_stage, "max_stage", H.max_stage, max_stage;
+    hpcc_param_max_stage, "max_stage", DEFAULT_MAX_STAGE, max_stage;
     hpcc_param_wai_bytes, "wai_bytes", H.wai_bytes, wai_bytes;
     hpcc_param_expected_flows, "expected_flows", H.expected_flows, expected_flows;
     hpcc_param_base_rtt_us, "base_rtt_us", 0, base_rtt_us;

@@ -59,6 +59,10 @@ echo "calls into core panic/fail paths in rust/tcp_hpcc.o: $panics"
 [ "$panics" -eq 0 ]
 verdict module-has-no-panic-paths $?
 
+step "eBPF objects of the selftests"
+make -C "$root/selftests" 2>&1 | tee "$results/bpf-build.log"
+verdict bpf-objects-build "${PIPESTATUS[0]}"
+
 step "kselftests in the VM"
 "$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_TESTS="${HPCC_TESTS:-}" \
 	"$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
