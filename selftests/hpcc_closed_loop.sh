@@ -140,7 +140,14 @@ EOF
 }
 ktap_check "route_change_resets_link_records" t_route_change
 t_route_no_stall() {
-	python3 -c 'import json,sys; r = json.loads(sys.argv[1]); g = r["goodput_mbps"]; print(f"goodput {g} Mbit/s over the whole run"); sys.exit(0 if g >= 0.8 * float(sys.argv[2]) else 1)' "$RC" "$RATE_MBIT"
+	# A stall of even half a second would cost > 6% of an 8 s run: the flow
+	# must keep >= 90% of the goodput of the same flow without a move.
+	python3 - "$RC" "${R[hpcc-1-single]}" <<'EOF'
+import json, sys
+moved, still = (json.loads(x) for x in sys.argv[1:3])
+print("goodput with the route change %s Mbit/s, without %s Mbit/s" % (moved["goodput_mbps"], still["goodput_mbps"]))
+sys.exit(0 if moved["goodput_mbps"] >= 0.9 * still["goodput_mbps"] else 1)
+EOF
 }
 ktap_check "route_change_without_stall" t_route_no_stall
 t_new_path_controlled() {
