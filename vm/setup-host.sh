@@ -43,19 +43,24 @@ for t in clang ld.lld llvm-ar llvm-nm llvm-objcopy llvm-objdump llvm-readelf llv
 done
 
 # rust-src for the kernel's core/alloc build.
-if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+# (Outputs are captured first: with pipefail, `cmd | grep -q` fails when
+# grep exits early and cmd gets SIGPIPE.)
+components=$(rustup component list --installed 2>/dev/null || true)
+if ! grep -q '^rust-src' <<<"$components"; then
 	log "adding rust-src"
 	rustup component add rust-src >/dev/null
 fi
 
 # bindgen-cli, pinned.
-if ! bindgen --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION"; then
+have_bindgen=$(bindgen --version 2>/dev/null || true)
+if [ "$have_bindgen" != "bindgen $BINDGEN_VERSION" ]; then
 	log "installing bindgen-cli $BINDGEN_VERSION"
 	LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
 fi
 
 # virtme-ng, pinned.
-if ! python3 -m pip show virtme-ng 2>/dev/null | grep -q "^Version: $VIRTME_NG_VERSION\$"; then
+have_vng=$(python3 -m pip show virtme-ng 2>/dev/null || true)
+if ! grep -qx "Version: $VIRTME_NG_VERSION" <<<"$have_vng"; then
 	log "installing virtme-ng $VIRTME_NG_VERSION"
 	python3 -m pip install --quiet --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 fi
