@@ -10,6 +10,7 @@
 #       TOPO: single (one switch; N senders fan in) | twohop (bottleneck at
 #       hop 2) | parallel (route change at half time; 1 flow)
 #       keys: rate_mbit=100 rtt_us=2000 buffer=<4 BDP> ecn_k=<BDP/4> tag=NAME
+#       select=sysctl (the netns default picks ALGO, not setsockopt)
 #       inject=N (N forged responses of each kind toward flow 1, after 1 s)
 #       sender_fq=1 (sch_fq on the senders, for every algorithm: how paced
 #       congestion controls are deployed) tso_rtt_log=0 (senders' TSO bursts
@@ -86,9 +87,19 @@ bench_scenario() {
 	local before
 	before=$(_bench_hpcc_stats)
 
+	# select=sysctl: the netns default (net.ipv4.tcp_congestion_control)
+	# picks the algorithm; otherwise each socket sets it (TCP_CONGESTION).
+	local select ccopt=(--cc "$algo")
+	select=$(_bench_kv select sockopt "$@")
+	if [ "$select" = sysctl ]; then
+		for ns in "${senders[@]}" hpcc-rcv; do
+			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$algo"
+		done
+		ccopt=()
+	fi
 	local pids=() srv=()
 	for i in "${!senders[@]}"; do
-		timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once --cc "$algo" \
+		timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once "${ccopt[@]}" \
 			>"$out.srv$i.json" &
 		srv+=($!)
 	done
@@ -98,7 +109,7 @@ bench_scenario() {
 	sleep 0.3
 	for i in "${!senders[@]}"; do
 		timeout $((secs + 30)) ip netns exec "${senders[$i]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + i)) \
-			"$secs" --cc "$algo" >"$out.flow$i.json" &
+			"$secs" "${ccopt[@]}" >"$out.flow$i.json" &
 		pids+=($!)
 	done
 	local inject

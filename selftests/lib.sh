@@ -86,7 +86,7 @@ install_module() {
 	fi
 	mkdir -p "$moddir/extra"
 	cp "$ko" "$moddir/extra/tcp_hpcc.ko"
-	depmod -a "$kver"
+	depmod -a "$kver" 2>/dev/null
 }
 
 # ---- netns topologies -------------------------------------------------------

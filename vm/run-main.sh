@@ -8,4 +8,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/vm/setup-host.sh"
 kdir=$("$root/vm/build-kernel.sh" | tail -n1)
 make -C "$root" KDIR="$kdir" modules
+make -C "$root/selftests" >/dev/null
 exec "$root/vm/run" -k "$kdir" -w "$root/results" -- "$root/selftests/main_job.sh"
