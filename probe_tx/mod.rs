@@ -82,7 +82,7 @@ fn send(net: NetRef, t: &Tuple, bytes: &[u8; PACKET_LEN], dscp: u8) -> Result {
 
 /// Sends a probe for the flow `t` (local to remote). Counts the outcome.
 pub(crate) fn send_probe(net: NetRef, t: &Tuple, nonce: u32, snd_nxt: u32) {
-    let dscp = params::knobs().probe_dscp as u8;
+    let dscp = params::dscps().0;
     let mut bytes = [0u8; PACKET_LEN];
     probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
     match send(net, t, &bytes, dscp) {
@@ -143,7 +143,7 @@ fn on_probe(net: NetRef, p: &Packet<'_>) {
         inc(Counter::ProbesNoSocket);
         return;
     }
-    let dscp = params::knobs().response_dscp as u8;
+    let dscp = params::dscps().1;
     let mut bytes = [0u8; PACKET_LEN];
     probe::build_response(&mut bytes, p, dscp);
     match send(net, &t.reversed(), &bytes, dscp) {
@@ -206,8 +206,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
     let rx = RxSkb(skb_nn);
     // Cheap first look at the IPv4 header: most packets are not ours.
     let mut buf = [0u8; PACKET_LEN + 40];
-    let k = params::knobs();
-    let (pd, rd) = (k.probe_dscp as u8, k.response_dscp as u8);
+    let (pd, rd) = params::dscps();
     let n = rx.copy_prefix(buf.get_mut(..IPV4_HDR_LEN).unwrap_or(&mut []));
     if !probe::is_candidate(buf.get(..n).unwrap_or(&[]), pd, rd) {
         return bindings::NF_ACCEPT;

@@ -189,6 +189,14 @@ const fn wire_max_window() -> u32 {
     crate::hpcc_core::params::MAX_WINDOW_BYTES
 }
 
+/// The probe and response DSCPs (read for every received IPv4 packet, so
+/// only these two knobs are loaded).
+#[inline]
+pub(crate) fn dscps() -> (u8, u8) {
+    let d = |a: &AtomicU32| u8::try_from(a.load(Relaxed)).unwrap_or(u8::MAX);
+    (d(&hpcc_param_probe_dscp), d(&hpcc_param_response_dscp))
+}
+
 /// The current fallback parameters (read on every ACK).
 #[inline]
 pub(crate) fn fallback() -> FallbackParams {
