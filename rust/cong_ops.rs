@@ -270,7 +270,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
     // R = W/T, but never faster than the slowest link of the path: a flow
     // paced above it only builds a queue there.
     let mut rate = own.law.pacing_rate(&own.params);
-    if own.path_rate != 0 {
+    if own.path_rate != 0 && k.pace_at_link_rate == 1 {
         rate = rate.min(own.path_rate);
     }
     fresh.then(|| (own.law.window_bytes(), rate))

@@ -66,6 +66,8 @@ HPCC_PARAM(max_hops,
 	   "Largest INT hop count accepted in a response (1..8, default 8)");
 HPCC_PARAM(telemetry,
 	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
+HPCC_PARAM(pace_at_link_rate,
+	   "1: pace at most at the path's slowest INT link rate; 0: pace at W/T (default 1)");
 HPCC_PARAM(pacing_shift,
 	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 13)");
 

@@ -80,6 +80,7 @@ knobs! {
     hpcc_param_max_hops, "max_hops", wire::MAX_HOPS as u32, max_hops;
     hpcc_param_telemetry, "telemetry", 1, telemetry;
     hpcc_param_pacing_shift, "pacing_shift", 13, pacing_shift;
+    hpcc_param_pace_at_link_rate, "pace_at_link_rate", 1, pace_at_link_rate;
 }
 
 /// Why a knob set was refused.
@@ -113,7 +114,7 @@ impl KnobError {
             Self::Hpcc(e) => e.describe(),
             Self::Dscp => "DSCPs must be 0..63 and differ",
             Self::MaxHops => "max_hops must be in 1..8",
-            Self::Telemetry => "telemetry must be 0 or 1",
+            Self::Telemetry => "telemetry and pace_at_link_rate must be 0 or 1",
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
         }
@@ -174,7 +175,7 @@ impl Knobs {
         if self.max_hops == 0 || self.max_hops > wire::MAX_HOPS as u32 {
             return Err(KnobError::MaxHops);
         }
-        if self.telemetry > 1 {
+        if self.telemetry > 1 || self.pace_at_link_rate > 1 {
             return Err(KnobError::Telemetry);
         }
         if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {
