@@ -18,13 +18,7 @@ MIN_UTIL_PCT=${MIN_UTIL_PCT:-80}
 RESULTS=${HPCC_RESULTS:-/tmp}
 
 require_root_and_vm
-for tool in ip tc ss iperf3 python3 modprobe insmod rmmod depmod; do
-	if ! command -v "$tool" >/dev/null; then
-		ktap_header 1
-		ktap_skip "environment" "missing $tool"
-		ktap_finish
-	fi
-done
+require_tools ip tc ss iperf3 python3 modprobe insmod rmmod depmod
 
 ktap_header 11
 trap 'topo_cleanup; pkill -x iperf3 2>/dev/null' EXIT

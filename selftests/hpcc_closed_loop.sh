@@ -30,13 +30,7 @@ RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/hpcc_closed_loop.jsonl
 
 require_root_and_vm
-for tool in ip tc bpftool clang python3 modprobe bc; do
-	if ! command -v "$tool" >/dev/null; then
-		ktap_header 1
-		ktap_skip "environment" "missing $tool"
-		ktap_finish
-	fi
-done
+require_tools ip tc bpftool clang python3 modprobe bc
 
 ktap_header 14
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT

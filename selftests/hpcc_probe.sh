@@ -24,13 +24,7 @@ DELAY_US=${DELAY_US:-1000}
 N_FORGED=${N_FORGED:-200}
 
 require_root_and_vm
-for tool in ip tc python3 modprobe ethtool nstat; do
-	if ! command -v "$tool" >/dev/null; then
-		ktap_header 1
-		ktap_skip "environment" "missing $tool"
-		ktap_finish
-	fi
-done
+require_tools ip tc python3 modprobe ethtool nstat
 
 ktap_header 8
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT

@@ -28,13 +28,7 @@ PORT=rcv
 PY=$INTSW_PY
 
 require_root_and_vm
-for tool in ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"; do
-	if ! command -v "$tool" >/dev/null; then
-		ktap_header 1
-		ktap_skip "environment" "missing $tool"
-		ktap_finish
-	fi
-done
+require_tools ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
 
 ktap_header 14
 trap 'intsw_cleanup; pkill -x iperf3 2>/dev/null' EXIT

@@ -67,6 +67,18 @@ require_root_and_vm() {
 	fi
 }
 
+# require_tools TOOL...: the whole test is a KTAP skip (exit 4) if one is missing.
+require_tools() {
+	local tool
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null; then
+			ktap_header 1
+			ktap_skip "environment" "missing $tool"
+			ktap_finish
+		fi
+	done
+}
+
 # Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
 # for the running kernel with the module under extra/, then depmod.
 install_module() {
