@@ -14,15 +14,41 @@
 //!   first hop with the largest `u'` (so a path whose hops all report
 //!   `u' = 0` chooses hop 0 and `U` decays toward 0; the ns-3 reference
 //!   instead leaves `U` unchanged then). `tau = min(Δts, T)` of the chosen
-//!   hop and `U = (1 − tau/T)·U + (tau/T)·u'`.
+//!   hop, scaled by `u_weight_pct`/100 (100: the drafts), and
+//!   `U = (1 − tau/T)·U + (tau/T)·u'`.
 //! * **ComputeWind.** If `U ≥ eta` or `incStage ≥ maxStage`:
 //!   `W = Wc·eta/U + W_ai` (with `U = 0` giving `max_window`), and when
 //!   committing `incStage = 0`. Otherwise `W = Wc + W_ai`, and when
 //!   committing `incStage += 1`. `W` is clamped to `[min_window,
-//!   max_window]`, then committed to `Wc` when `updateWc` is set.
+//!   min(max_window, cap)]`, then committed to `Wc` when `updateWc` is set.
+//! * **Window validation** ([`HpccFlow::set_used_window`]; off unless the
+//!   caller reports use, as in the drafts, which assume every flow uses its
+//!   window). With the bytes the flow actually had in flight since the
+//!   last update, `used`, an update may not raise `W` above
+//!   `max(USED_WINDOW_GAIN·used, Wc)`: a flow held back by something other
+//!   than its window (its application, its host, its receiver, a pacing
+//!   cap) sees `U < eta` whatever `W` is, and would otherwise grow `W` by
+//!   eta/U every round until it floods the bottleneck once released.
+//!   Decreases are never affected, and a flow that uses its window can
+//!   still double it per update.
+//! * **Path BDP cap** (`path_cap_pct`, off in the drafts' defaults). `cap =
+//!   path_cap_pct% · min_j(B_j)·T`, the slowest hop's bandwidth-delay
+//!   product. A flow alone on the path reaches `U = 1` at `W = B·T`, so a
+//!   larger window is never needed; but a flow held back by something other
+//!   than its window (the application, the host's CPU, the receiver, a
+//!   pacing cap) sees `U < eta` whatever `W` is, and without the bound the
+//!   law keeps growing `W` (×eta/U per round) until the flow is released
+//!   and floods the bottleneck. The drafts' NIC implementation has the same
+//!   bound implicitly: a flow's rate never exceeds its line rate. Every
+//!   event that accepts hops (records, path changes, updates) bounds `W`
+//!   and `Wc` by the cap of the sample's path (never below `min_window`).
 //! * **NewAck (sender mode).** `updateWc` is set when `ack_seq` is after
 //!   `lastUpdateSeq` (wrap-safe 32-bit comparison), and then
 //!   `lastUpdateSeq = snd_nxt`. The first update of a flow commits.
+//! * **Probe mode** (sender-based on per-probe telemetry). As sender mode,
+//!   but `updateWc` is set when the ack_seq of the sample the records came
+//!   from (the start of this sample's measured interval) is after
+//!   `lastUpdateSeq`.
 //! * **NewINT (receiver mode).** `updateWc` is set when
 //!   `now > lastUpdateTime + T`, and then `lastUpdateTime = now`. The first
 //!   update of a flow commits.
@@ -50,8 +76,8 @@
 //!
 //! # State size
 //!
-//! `size_of::<HpccFlow>()` is 256 bytes on 64-bit targets (8 hop records
-//! of 24 bytes plus 64 bytes of scalars); it does not fit
+//! `size_of::<HpccFlow>()` is 264 bytes on 64-bit targets (8 hop records
+//! of 24 bytes plus 72 bytes of scalars); it does not fit
 //! `ICSK_CA_PRIV_SIZE` (104 bytes) and is meant to live in a separately
 //! allocated per-socket object.
 
@@ -135,6 +161,11 @@ pub struct Outcome {
     pub window_bytes: u32,
     /// Pacing rate `R = W/T` in bytes per second.
     pub pacing_rate: u64,
+    /// The chosen hop's normalized in-flight sample `u'` in Q23.40 (0 unless
+    /// `Updated`/`Committed`): what MeasureInflight folded into `U`.
+    pub sample_u_q40: u64,
+    /// Index of the chosen (most loaded) hop (0 unless `Updated`/`Committed`).
+    pub hop: u8,
 }
 
 impl Outcome {
@@ -159,6 +190,8 @@ struct HopRecord {
 const F_RECORDS: u8 = 1;
 const F_SEQ: u8 = 2;
 const F_TIME: u8 = 4;
+/// Window validation: `W ≤ max(USED_WINDOW_GAIN · used, Wc)` (module docs).
+pub const USED_WINDOW_GAIN: u64 = 2;
 
 /// `u' = BITS_NS · num / den` (bits/s · ns scale: 8 bits per byte, 10^9 ns per s).
 const BITS_NS: u64 = 8_000_000_000;
@@ -262,6 +295,23 @@ fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleRea
     })
 }
 
+/// The path BDP cap `path_cap_pct% · min_j(B_j)·T` in Q47.16 bytes
+/// (`u64::MAX` when off or when there are no hops). Rates are already
+/// validated (`0 < B ≤ MAX_RATE_BPS < 2^48`), `T ≤ 2^30`, `pct ≤ 1000`: the
+/// numerator `B·T·pct·2^16` is below 2^104.
+fn path_cap_q(p: &HpccParams, hops: &[HopSample]) -> u64 {
+    let pct = p.config().path_cap_pct;
+    let Some(b) = hops.iter().map(|h| h.rate_bps).min() else {
+        return u64::MAX;
+    };
+    if pct == 0 {
+        return u64::MAX;
+    }
+    let num = mul_wide(b, p.base_rtt_ns()).saturating_mul(u128::from(pct)) << WIN_SHIFT;
+    // bits·ns → bytes: / (8 · 10^9); percent: / 100.
+    div_wide(num, 800_000_000_000).unwrap_or(u64::MAX)
+}
+
 /// `Wc·eta/U` in Q47.16 bytes, `u64::MAX` when `U = 0` or on overflow.
 ///
 /// Computed as `Wc_q16 · eta_ppm · 2^48 / (U_q40 · 10^6)`, which is Q24:
@@ -299,6 +349,12 @@ pub struct HpccFlow {
     last_update_time: u64,
     last_record_ns: u64,
     last_update_seq: u32,
+    /// `ack_seq` of the sample the records came from (the start of the
+    /// next sample's measured interval; [`Mode::Probe`]).
+    rec_seq: u32,
+    /// Window validation: bytes in flight reported for the next update
+    /// (`u32::MAX`: none).
+    used: u32,
     inc_stage: u32,
     path_id: u16,
     n_hops: u8,
@@ -318,6 +374,8 @@ impl HpccFlow {
             last_update_time: 0,
             last_record_ns: 0,
             last_update_seq: 0,
+            rec_seq: 0,
+            used: u32::MAX,
             inc_stage: 0,
             path_id: 0,
             n_hops: 0,
@@ -355,6 +413,13 @@ impl HpccFlow {
     pub fn pacing_rate(&self, p: &HpccParams) -> u64 {
         // W < 2^32, pace_mul < 2^62: the product fits, and so does >> 32.
         (mul_wide(u64::from(self.window_bytes()), p.pace_mul) >> 32) as u64
+    }
+
+    /// Window validation: the most bytes the flow had in flight since the
+    /// last update (`None`: not reported, the drafts' law). The next update
+    /// may not raise `W` above `max(USED_WINDOW_GAIN · used, Wc)`.
+    pub fn set_used_window(&mut self, used_bytes: Option<u32>) {
+        self.used = used_bytes.unwrap_or(u32::MAX);
     }
 
     /// Forgets the link records (e.g. after a route change the caller
@@ -467,10 +532,13 @@ impl HpccFlow {
             event,
             window_bytes: self.window_bytes(),
             pacing_rate: self.pacing_rate(p),
+            sample_u_q40: 0,
+            hop: 0,
         }
     }
 
     fn record(&mut self, s: &Sample<'_>, tags: Option<&[u8; MAX_HOPS]>) {
+        self.rec_seq = s.ack_seq;
         for (r, h) in self.rec.iter_mut().zip(s.hops.iter()) {
             *r = HopRecord {
                 ts_ns: h.ts_ns,
@@ -506,44 +574,64 @@ impl HpccFlow {
         if s.hops.iter().any(|h| h.rate_bps == 0 || h.rate_bps > MAX_RATE_BPS) {
             return self.outcome(p, Event::Stale(StaleReason::BadRate));
         }
-        if self.flags & F_RECORDS == 0 {
+        let cap = path_cap_q(p, s.hops);
+        let first = self.flags & F_RECORDS == 0;
+        let event = if first {
+            Some(Event::Recorded)
+        } else if self.path_id != s.path_id || usize::from(self.n_hops) != n {
+            Some(Event::PathChanged)
+        } else if resync {
+            Some(Event::Recorded)
+        } else {
+            None
+        };
+        if let Some(event) = event {
             self.record(s, tags);
-            return self.outcome(p, Event::Recorded);
-        }
-        if self.path_id != s.path_id || usize::from(self.n_hops) != n {
-            self.record(s, tags);
-            return self.outcome(p, Event::PathChanged);
-        }
-        if resync {
-            self.record(s, tags);
-            return self.outcome(p, Event::Recorded);
+            self.bound(p, cap);
+            return self.outcome(p, event);
         }
 
         // MeasureInflight: pick the first hop with the largest u'.
         let t = p.base_rtt_ns();
-        let mut best: Option<Candidate> = None;
+        let mut best: Option<(Candidate, u8)> = None;
+        // Hop index (≤ MAX_HOPS; wrapping_add keeps overflow checks out).
+        let mut i: u8 = 0;
         for (h, r) in s.hops.iter().zip(self.rec.iter()) {
             let c = match candidate(h, r, t) {
                 Ok(c) => c,
                 Err(why) => return self.outcome(p, Event::Stale(why)),
             };
             best = match best {
-                Some(b) if !c.beats(&b) => Some(b),
-                _ => Some(c),
+                Some(b) if !c.beats(&b.0) => Some(b),
+                _ => Some((c, i)),
             };
+            i = i.wrapping_add(1);
         }
-        let Some(best) = best else {
+        let Some((best, hop)) = best else {
             return self.outcome(p, Event::Stale(StaleReason::NoHops));
         };
         let u = best.u_q40();
+        // With weight w = u_weight_pct/100 (exact, in hundredths):
+        // U = ((100T − 100w·tau)·U + 100w·tau·u) / 100T. tau ≤ T ≤ 2^30 and
+        // pct ≤ 100, so both weights are below 2^37, both terms below 2^101,
+        // and the quotient is at most max(U, u).
         let tau = best.dts.min(t);
-        // U = ((T − tau)·U + tau·u) / T; both terms < 2^93, quotient ≤ max(U, u).
-        let num = mul_wide(self.u, t.saturating_sub(tau)).saturating_add(mul_wide(u, tau));
-        self.u = div_wide(num, t).unwrap_or(U_MAX);
+        let t100 = t.saturating_mul(100);
+        let wtau = tau.saturating_mul(u64::from(p.config().u_weight_pct));
+        let num = mul_wide(self.u, t100.saturating_sub(wtau)).saturating_add(mul_wide(u, wtau));
+        self.u = div_wide(num, t100).unwrap_or(U_MAX);
 
         let update_wc = match p.mode() {
             Mode::Sender => {
                 let go = self.flags & F_SEQ == 0 || seq_after(s.ack_seq, self.last_update_seq);
+                if go {
+                    self.last_update_seq = s.snd_nxt;
+                    self.flags |= F_SEQ;
+                }
+                go
+            }
+            Mode::Probe => {
+                let go = self.flags & F_SEQ == 0 || seq_after(self.rec_seq, self.last_update_seq);
                 if go {
                     self.last_update_seq = s.snd_nxt;
                     self.flags |= F_SEQ;
@@ -560,20 +648,35 @@ impl HpccFlow {
                 go
             }
         };
-        self.compute_wind(p, update_wc);
+        self.compute_wind(p, update_wc, cap);
         self.record(s, tags);
-        self.outcome(p, if update_wc { Event::Committed } else { Event::Updated })
+        Outcome {
+            sample_u_q40: u,
+            hop,
+            ..self.outcome(p, if update_wc { Event::Committed } else { Event::Updated })
+        }
     }
 
-    /// ComputeWind(U, updateWc).
-    fn compute_wind(&mut self, p: &HpccParams, update_wc: bool) {
+    /// Bounds `W` and `Wc` by `cap` (Q47.16 bytes), never below `min_window`.
+    fn bound(&mut self, p: &HpccParams, cap: u64) {
+        self.w = self.w.min(cap).max(p.min_q);
+        self.wc = self.wc.min(cap).max(p.min_q);
+    }
+
+    /// ComputeWind(U, updateWc), with `W ≤ cap` (Q47.16 bytes).
+    fn compute_wind(&mut self, p: &HpccParams, update_wc: bool, cap: u64) {
         let multiplicative = self.u >= p.eta_thresh || self.inc_stage >= p.config().max_stage;
         let base = if multiplicative {
             wc_eta_over_u(self.wc, p.config().eta_ppm, self.u)
         } else {
             self.wc
         };
-        let w = base.saturating_add(p.wai_q).max(p.min_q).min(p.max_q);
+        let mut w = base.saturating_add(p.wai_q).min(p.max_q).min(cap);
+        if self.used != u32::MAX {
+            let bound = u64::from(self.used).saturating_mul(USED_WINDOW_GAIN) << WIN_SHIFT;
+            w = w.min(bound.max(self.wc));
+        }
+        let w = w.max(p.min_q);
         self.w = w;
         if update_wc {
             self.wc = w;

@@ -11,7 +11,7 @@
 //! * [`params`]: [`params::HpccConfig`] (what an operator sets) and its
 //!   validation into [`params::HpccParams`] (fixed-point constants
 //!   precomputed once).
-//! * [`law`]: [`law::HpccFlow`], the per-flow state (256 bytes) and the
+//! * [`law`]: [`law::HpccFlow`], the per-flow state (264 bytes) and the
 //!   control law: MeasureInflight, ComputeWind, NewAck / NewINT, path
 //!   changes, stale samples.
 //! * [`wire`]: the Figure-4 INT stack (layout, units, rate codes),

@@ -14,6 +14,13 @@ pub enum Mode {
     Sender,
     /// Receiver-based: `Wc` is committed when `now > lastUpdateTime + T`.
     Receiver,
+    /// Sender-based on per-probe telemetry (draft-miao section 7.2 probes):
+    /// `Wc` is committed when the *previous* sample's `ack_seq` is after
+    /// `lastUpdateSeq`. A probe's `u'` is measured over the interval since
+    /// the previous probe, so this commits only on an interval that was
+    /// sent entirely with the last committed `Wc`, which is what the
+    /// drafts' per-packet rule achieves when ACKs are close together.
+    Probe,
 }
 
 /// Largest accepted base RTT `T`, in ns (1 s).
@@ -45,7 +52,19 @@ pub struct HpccConfig {
     pub max_window_bytes: u32,
     /// Sender- or receiver-based update.
     pub mode: Mode,
+    /// Upper bound of `W` as a percentage of the path's bandwidth-delay
+    /// product `min_j(B_j)·T` (the slowest INT link times T): `0` (no bound,
+    /// the drafts' law) or `1..=MAX_PATH_CAP_PCT`. See [`crate::law`].
+    pub path_cap_pct: u32,
+    /// Weight of one sample in the EWMA of `U`, in percent of the drafts'
+    /// `tau/T` (`1..=100`; 100 is the drafts' law). With one probe per RTT,
+    /// `tau = T` and the drafts' EWMA keeps nothing of the previous `U`;
+    /// 50 averages each probe with the history.
+    pub u_weight_pct: u32,
 }
+
+/// Largest accepted `path_cap_pct`.
+pub const MAX_PATH_CAP_PCT: u32 = 1000;
 
 /// Why a parameter set was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +82,10 @@ pub enum ParamError {
     DefaultWaiZero,
     /// The windows do not satisfy `1 ≤ min ≤ init ≤ max ≤ 2^31`.
     Windows,
+    /// `path_cap_pct` is above [`MAX_PATH_CAP_PCT`].
+    PathCap,
+    /// `u_weight_pct` is 0 or above 100.
+    UWeight,
 }
 
 impl ParamError {
@@ -75,13 +98,16 @@ impl ParamError {
             Self::ExpectedFlows => "expected flows N must be >= 1 for the default W_ai",
             Self::DefaultWaiZero => "default W_ai = W_init*(1-eta)/N rounds to 0; set W_ai explicitly",
             Self::Windows => "windows must satisfy 1 <= min <= init <= max <= 2^31 bytes",
+            Self::PathCap => "path BDP cap must be 0 (off) or 1..=1000 percent",
+            Self::UWeight => "U sample weight must be 1..=100 percent of tau/T",
         }
     }
 }
 
 impl HpccConfig {
     /// The drafts' defaults (T = 5 µs, eta = 95%, maxStage = 5), a 64 KiB
-    /// initial window, windows in [4 KiB, 64 MiB], N = 16, sender mode.
+    /// initial window, windows in [4 KiB, 64 MiB], N = 16, sender mode, no
+    /// path BDP cap.
     pub const DEFAULT: Self = Self {
         base_rtt_ns: 5_000,
         eta_ppm: 950_000,
@@ -92,6 +118,8 @@ impl HpccConfig {
         min_window_bytes: 4 * 1024,
         max_window_bytes: 64 * 1024 * 1024,
         mode: Mode::Sender,
+        path_cap_pct: 0,
+        u_weight_pct: 100,
     };
 
     /// Checks every field and precomputes the fixed-point constants.
@@ -108,6 +136,12 @@ impl HpccConfig {
             || self.max_window_bytes > MAX_WINDOW_BYTES
         {
             return Err(ParamError::Windows);
+        }
+        if self.path_cap_pct > MAX_PATH_CAP_PCT {
+            return Err(ParamError::PathCap);
+        }
+        if self.u_weight_pct == 0 || self.u_weight_pct > 100 {
+            return Err(ParamError::UWeight);
         }
         let wai = if self.wai_bytes == 0 {
             if self.expected_flows == 0 {

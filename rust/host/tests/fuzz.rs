@@ -46,7 +46,9 @@ fn random_params(rng: &mut Rng) -> HpccParams {
             init_window_bytes: init,
             min_window_bytes: (init >> rng.range(0, 31)).max(1),
             max_window_bytes: init.saturating_mul(1 << rng.range(0, 8)).min(1 << 31),
-            mode: if rng.chance(0.5) { Mode::Sender } else { Mode::Receiver },
+            mode: [Mode::Sender, Mode::Receiver, Mode::Probe][rng.range(0, 2) as usize],
+            path_cap_pct: pick(rng, &[0, 1, 100, 1000]) as u32,
+            u_weight_pct: pick(rng, &[0, 1, 50, 100, 101]) as u32,
         };
         if let Ok(p) = c.validate() {
             return p;

@@ -20,6 +20,8 @@ fn cfg() -> HpccConfig {
         min_window_bytes: 1_500,
         max_window_bytes: 4 * BDP as u32,
         mode: Mode::Sender,
+        path_cap_pct: 0,
+        u_weight_pct: 100,
     }
 }
 
@@ -119,7 +121,7 @@ fn new_flow_starts_at_init_window_with_u_one() {
     assert_eq!(f.inc_stage(), 0);
     // R = W/T: 125000 B per 10 µs = 12.5 GB/s = 100 Gb/s: line rate.
     assert_eq!(f.pacing_rate(&p), 12_500_000_000);
-    assert_eq!(std::mem::size_of::<HpccFlow>(), 256);
+    assert_eq!(std::mem::size_of::<HpccFlow>(), 264);
 }
 
 #[test]
@@ -401,4 +403,147 @@ fn extreme_inputs_saturate_without_panicking() {
         assert!(f.u_q40() <= U_MAX);
         assert!((1..=1 << 31).contains(&o.window_bytes));
     }
+}
+
+#[test]
+fn path_cap_bounds_the_window_of_a_flow_that_cannot_fill_the_path() {
+    // A flow held at half the line rate by something other than its window
+    // (U = 0.5 forever): without the cap W grows each round by eta/U until
+    // max_window; with it W stops at the path's B·T.
+    let run = |cap_pct: u32| {
+        let p = params(HpccConfig { max_stage: 0, path_cap_pct: cap_pct, ..cfg() });
+        let mut f = HpccFlow::new(&p);
+        let mut path = Path::new(2);
+        path.hops[1].rate_bps = B / 4; // the slowest hop sets the cap
+        f.on_sample(&p, &path.sample(0));
+        let mut max_w = 0;
+        for k in 1..20u32 {
+            path.advance(0, T, 100_000, 0);
+            path.advance(1, T, 125_000, 0); // half of B/4
+            let seq = path.seq;
+            path.seq += 1000;
+            let o = f.on_sample(&p, &path.sample(seq + k));
+            max_w = max_w.max(o.window_bytes);
+        }
+        max_w
+    };
+    assert_eq!(run(0), 4 * BDP as u32, "the drafts' law winds up to max_window");
+    assert_eq!(run(100), BDP as u32 / 4, "capped at B·T of the slowest hop");
+    assert_eq!(run(50), BDP as u32 / 8);
+}
+
+#[test]
+fn path_cap_applies_from_the_first_record_and_on_a_path_change() {
+    let p = params(HpccConfig { path_cap_pct: 100, init_window_bytes: 2 * BDP as u32, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    assert_eq!(f.window_bytes(), 2 * BDP as u32);
+    let mut path = Path::new(1);
+    let o = f.on_sample(&p, &path.sample(0));
+    assert_eq!(o.event, Event::Recorded);
+    assert_eq!(o.window_bytes, BDP as u32, "a new flow starts at line rate, not above");
+    assert_eq!(f.wc_q16(), BDP * WIN_ONE);
+    // A new path through a 10x slower link: W and Wc follow its BDP at once.
+    path.path_id ^= 1;
+    path.hops[0].rate_bps = B / 10;
+    let o = f.on_sample(&p, &path.sample(0));
+    assert_eq!(o.event, Event::PathChanged);
+    assert_eq!(o.window_bytes, BDP as u32 / 10);
+    assert_eq!(f.wc_q16(), BDP / 10 * WIN_ONE);
+    // The cap never goes below min_window.
+    path.path_id ^= 2;
+    path.hops[0].rate_bps = 1_000_000; // BDP 1.25 bytes
+    assert_eq!(f.on_sample(&p, &path.sample(0)).window_bytes, 1_500);
+}
+
+#[test]
+fn path_cap_is_validated() {
+    let d = cfg();
+    assert_eq!(HpccConfig { path_cap_pct: 1001, ..d }.validate().unwrap_err(), ParamError::PathCap);
+    assert!(HpccConfig { path_cap_pct: 1000, ..d }.validate().is_ok());
+    assert!(HpccConfig { path_cap_pct: 0, ..d }.validate().is_ok());
+}
+
+#[test]
+fn window_growth_is_bounded_by_twice_the_window_used() {
+    let p = params(HpccConfig { max_stage: 0, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    // U = 0.5 while the flow had only 20 kB of its 125 kB in flight: the
+    // multiplicative increase (×1.9) is suppressed (2 × 20 kB < Wc), but
+    // the window is not cut either.
+    f.set_used_window(Some(20_000));
+    path.advance(0, T, 500_000, 0);
+    let seq = path.seq;
+    let o = f.on_sample(&p, &path.sample(seq + 1));
+    assert_eq!(o.event, Event::Committed);
+    assert_eq!(o.window_bytes, BDP as u32);
+    // 100 kB in flight: growth up to 200 kB (of the 238.5 kB asked for).
+    f.set_used_window(Some(100_000));
+    path.advance(0, T, 500_000, 0);
+    path.seq += 1;
+    let seq = path.seq;
+    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, 200_000);
+    // Overload still shrinks W whatever was used: 200 kB·0.95/1.9 + W_ai.
+    f.set_used_window(Some(0));
+    path.advance(0, T, 1_900_000, 0);
+    path.seq += 1;
+    let seq = path.seq;
+    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, 101_000);
+    // A flow that used its whole window is not bounded; nor is one that
+    // reports nothing (None): W = Wc·0.95/0.5 + W_ai.
+    for used in [Some(101_000), None] {
+        f.set_used_window(used);
+        let wc = f.wc_q16() / WIN_ONE;
+        path.advance(0, T, 500_000, 0);
+        path.seq += 1;
+        let seq = path.seq;
+        let w = f.on_sample(&p, &path.sample(seq + 1)).window_bytes;
+        assert!(u64::from(w).abs_diff(wc * 19 / 10 + 1_000) <= 1, "{used:?}: {w}");
+    }
+}
+
+#[test]
+fn probe_mode_commits_only_on_an_interval_sent_after_the_last_update() {
+    // Probes once per RTT, each carrying the snd_nxt it was sent at: probe
+    // k leaves just after response k−1 was applied. Sender mode commits on
+    // every response; probe mode only when the interval the sample measured
+    // (since the previous probe) began after the last commit.
+    let run = |mode: Mode| {
+        let p = params(HpccConfig { mode, ..cfg() });
+        let mut f = HpccFlow::new(&p);
+        let mut path = Path::new(1);
+        let mut probe_seq = path.seq; // snd_nxt when the next probe leaves
+        f.on_sample(&p, &path.sample(probe_seq));
+        let mut events = Vec::new();
+        for _ in 0..6 {
+            path.seq += 10_000; // data sent while the probe was out
+            let sent_at = probe_seq;
+            probe_seq = path.seq + 1_500; // the next probe leaves just after this response
+            path.advance(0, T, 900_000, 0);
+            events.push(f.on_sample(&p, &path.sample(sent_at)).event);
+        }
+        events
+    };
+    use Event::{Committed as C, Updated as U};
+    assert_eq!(run(Mode::Sender), [C, C, C, C, C, C]);
+    assert_eq!(run(Mode::Probe), [C, U, C, U, C, U]);
+}
+
+#[test]
+fn u_weight_scales_the_ewma_step() {
+    // U starts at 1.0; one full-RTT sample of u' = 0.5 moves it all the
+    // way with the drafts' weight, half way with u_weight_pct = 50.
+    for (pct, want_ppm) in [(100u32, 500_000u64), (50, 750_000), (10, 950_000)] {
+        let p = params(HpccConfig { u_weight_pct: pct, ..cfg() });
+        let mut f = HpccFlow::new(&p);
+        let mut path = Path::new(1);
+        f.on_sample(&p, &path.sample(0));
+        path.advance(0, T, 500_000, 0);
+        f.on_sample(&p, &path.sample(2000));
+        let got = (u128::from(f.u_q40()) * 1_000_000 >> 40) as u64;
+        assert!(got.abs_diff(want_ppm) <= 1, "{pct}%: U = {got} ppm");
+    }
+    assert_eq!(HpccConfig { u_weight_pct: 0, ..cfg() }.validate().unwrap_err(), ParamError::UWeight);
+    assert_eq!(HpccConfig { u_weight_pct: 101, ..cfg() }.validate().unwrap_err(), ParamError::UWeight);
 }

@@ -57,6 +57,12 @@ fn run(seed0: u64, cases: u64, events: usize) -> Stats {
         for i in 0..events {
             let e = gen.next(&mut rng, closed.then_some(r.w));
             let s = e.sample();
+            // Window validation: one trace in three reports the window used
+            // (a random fraction of W, often all of it); the rest run the
+            // drafts' law.
+            let used = (seed % 3 == 0).then(|| (r.w * rng.log_uniform(0.05, 1.5)).min(u32::MAX as f64) as u32);
+            f.set_used_window(used);
+            r.used = used.map(f64::from);
             let o = f.on_sample(&p, &s);
             let ro = r.on_sample(&rp, &s);
             assert_eq!(o.event, ro.event, "seed {seed} event {i}: {setup:?}");

@@ -114,7 +114,7 @@ fn unwrapped_wire_samples_match_full_width_samples() {
     let mut rng = Rng::new(11);
     let mut wraps = 0u64;
     for case in 0..60 {
-        let mode = if case % 2 == 0 { Mode::Sender } else { Mode::Receiver };
+        let mode = [Mode::Sender, Mode::Receiver, Mode::Probe][case as usize % 3];
         let t = rng.log_uniform(2_000.0, 10_000_000.0) as u64;
         let n = rng.range(1, 5) as usize;
         let mut ports: Vec<Port> = (0..n)

@@ -35,6 +35,10 @@ pub struct RefParams {
     pub mode: Mode,
     /// Largest accepted hop rate (same validity rule as the core).
     pub max_rate_bps: u64,
+    /// Path BDP cap as a fraction of `min_j(B_j)·T` (0: off).
+    pub path_cap: f64,
+    /// Sample weight as a fraction of tau/T.
+    pub u_weight: f64,
 }
 
 impl RefParams {
@@ -52,6 +56,8 @@ impl RefParams {
             max: f64::from(c.max_window_bytes),
             mode: c.mode,
             max_rate_bps: hpcc_core::fixed::MAX_RATE_BPS,
+            path_cap: f64::from(c.path_cap_pct) / 100.0,
+            u_weight: f64::from(c.u_weight_pct) / 100.0,
         }
     }
 }
@@ -85,6 +91,9 @@ pub struct RefFlow {
     pub inc_stage: u32,
     last_update_seq: Option<u32>,
     last_update_time: Option<u64>,
+    rec_seq: u32,
+    /// Window validation: bytes in flight since the last update (None: off).
+    pub used: Option<f64>,
 }
 
 impl RefFlow {
@@ -100,6 +109,8 @@ impl RefFlow {
             inc_stage: 0,
             last_update_seq: None,
             last_update_time: None,
+            rec_seq: 0,
+            used: None,
         }
     }
 
@@ -108,6 +119,7 @@ impl RefFlow {
     }
 
     fn record(&mut self, s: &Sample<'_>) {
+        self.rec_seq = s.ack_seq;
         self.recs = s.hops.to_vec();
         self.path_id = s.path_id;
         self.has_records = true;
@@ -125,13 +137,19 @@ impl RefFlow {
         if s.hops.iter().any(|h| h.rate_bps == 0 || h.rate_bps > p.max_rate_bps) {
             return self.out(Event::Stale(StaleReason::BadRate));
         }
-        if !self.has_records {
+        // Path BDP cap: a fraction of the slowest hop's B·T.
+        let cap = if p.path_cap > 0.0 {
+            let b = s.hops.iter().map(|h| h.rate_bps).min().unwrap_or(0) as f64;
+            p.path_cap * b * p.t_ns / 8e9
+        } else {
+            f64::INFINITY
+        };
+        let first = !self.has_records;
+        if first || self.path_id != s.path_id || self.recs.len() != n {
             self.record(s);
-            return self.out(Event::Recorded);
-        }
-        if self.path_id != s.path_id || self.recs.len() != n {
-            self.record(s);
-            return self.out(Event::PathChanged);
+            self.w = self.w.min(cap).max(p.min);
+            self.wc = self.wc.min(cap).max(p.min);
+            return self.out(if first { Event::Recorded } else { Event::PathChanged });
         }
         // MeasureInflight.
         let mut best: Option<(f64, f64)> = None; // (u', tau)
@@ -155,13 +173,23 @@ impl RefFlow {
             }
         }
         let (u, dts) = best.unwrap_or((0.0, 0.0));
-        let tau = dts.min(p.t_ns);
+        let tau = dts.min(p.t_ns) * p.u_weight;
         self.u = (1.0 - tau / p.t_ns) * self.u + tau / p.t_ns * u;
         let update_wc = match p.mode {
             Mode::Sender => {
                 let go = match self.last_update_seq {
                     None => true,
                     Some(l) => (s.ack_seq.wrapping_sub(l) as i32) > 0,
+                };
+                if go {
+                    self.last_update_seq = Some(s.snd_nxt);
+                }
+                go
+            }
+            Mode::Probe => {
+                let go = match self.last_update_seq {
+                    None => true,
+                    Some(l) => (self.rec_seq.wrapping_sub(l) as i32) > 0,
                 };
                 if go {
                     self.last_update_seq = Some(s.snd_nxt);
@@ -190,7 +218,13 @@ impl RefFlow {
         } else {
             self.wc + p.wai
         };
-        self.w = w.clamp(p.min, p.max);
+        let w = w.min(p.max).min(cap);
+        // Window validation: no increase above USED_WINDOW_GAIN times the window used.
+        let w = match self.used {
+            Some(u) => w.min((u * hpcc_core::law::USED_WINDOW_GAIN as f64).max(self.wc)),
+            None => w,
+        };
+        self.w = w.max(p.min);
         if update_wc {
             self.wc = self.w;
             self.inc_stage = if md { 0 } else { self.inc_stage + 1 };

@@ -36,7 +36,11 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
   --init-window-bytes N    initial window (default 65536)
   --min-window-bytes N     lower window bound (default 4096)
   --max-window-bytes N     upper window bound, <= 2^31 (default 67108864)
-  --mode sender|receiver   NewAck (sequence-driven) or NewINT (time-driven)
+  --path-cap-pct N         bound W by N% of the path BDP min(B)*T, 0 = off (default 0)
+  --u-weight-pct N         weight of a sample in U's EWMA, % of tau/T (default 100)
+  --mode sender|receiver|probe
+                           NewAck (sequence-driven), NewINT (time-driven) or
+                           probe (sequence-driven on the measured interval)
                            update of Wc (default sender)
   -h, --help               this text
 
@@ -109,11 +113,14 @@ fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
             "--init-window-bytes" => c.init_window_bytes = num32(flag)?,
             "--min-window-bytes" => c.min_window_bytes = num32(flag)?,
             "--max-window-bytes" => c.max_window_bytes = num32(flag)?,
+            "--path-cap-pct" => c.path_cap_pct = num32(flag)?,
+            "--u-weight-pct" => c.u_weight_pct = num32(flag)?,
             "--mode" => {
                 c.mode = match value.as_str() {
                     "sender" => Mode::Sender,
                     "receiver" => Mode::Receiver,
-                    _ => return Err(format!("--mode {value:?}: expected sender or receiver")),
+                    "probe" => Mode::Probe,
+                    _ => return Err(format!("--mode {value:?}: expected sender, receiver or probe")),
                 }
             }
             _ => return Err(format!("unknown flag {flag:?}")),
@@ -283,6 +290,8 @@ mod tests {
                 min_window_bytes: 10,
                 max_window_bytes: 40_000,
                 mode: Mode::Receiver,
+                path_cap_pct: 0,
+                u_weight_pct: 100,
             }
         );
         assert!(parse_args(&["--max-stage".into(), "-1".into()]).is_err());

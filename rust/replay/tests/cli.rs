@@ -54,6 +54,8 @@ fn example_trace_replays_like_the_core_and_the_reference() {
         min_window_bytes: 1_500,
         max_window_bytes: 500_000,
         mode: hpcc_core::params::Mode::Sender,
+        path_cap_pct: 0,
+        u_weight_pct: 100,
     }
     .validate()
     .unwrap();

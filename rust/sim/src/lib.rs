@@ -290,6 +290,8 @@ fn standard(starts_ns: Vec<u64>, rtts: u64, wire: bool, expected_flows: u32) -> 
             min_window_bytes: 1_500,
             max_window_bytes: 4 * bdp,
             mode: hpcc_core::params::Mode::Sender,
+            path_cap_pct: 0, // the drafts' law
+            u_weight_pct: 100,
         },
         wire,
         record_flow0: false,
