@@ -49,6 +49,62 @@ ktap_check() {
 	fi
 }
 
+# ---- can this VM carry B? ----------------------------------------------------
+#
+# Throughput assertions (utilization of B, throughput kept under load) only
+# mean something if the VM itself is not the bottleneck. Under TCG that
+# depends on the host: the same tests that pass on one machine leave Linux's
+# own cubic at 64-78% of a 100 Mbit/s bottleneck on another. perf_gate
+# measures it once per boot, independently of tcp_hpcc and of the eBPF
+# switch: Linux cubic (iperf3, 4 s) through a 100 Mbit/s tbf bottleneck with
+# a 2 BDP drop-tail buffer and a 2 ms base RTT must reach 88 Mbit/s of
+# goodput (91% of the 96.5 Mbit/s a 1448-byte MSS allows). A VM that is
+# marginal here is marginal in every throughput check, so the bar is set
+# high rather than at the checks' own thresholds. If it is missed,
+# ktap_perf_check reports its checks as SKIP with the measured reason;
+# every other check still runs.
+
+PERF_GATE_FILE=${PERF_GATE_FILE:-/tmp/hpcc-perf-gate.$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)}
+PERF_GATE_MIN_MBPS=${PERF_GATE_MIN_MBPS:-88}
+
+perf_gate() { # prints "" if the VM can carry B, else the reason; cached per boot
+	if [ ! -f "$PERF_GATE_FILE" ]; then
+		local mbps
+		mbps=$(_perf_gate_measure 2>/dev/null)
+		if [ -z "$mbps" ]; then
+			echo "perf gate: reference flow did not run" >"$PERF_GATE_FILE"
+		elif python3 -c "import sys; sys.exit(0 if float('$mbps') >= $PERF_GATE_MIN_MBPS else 1)"; then
+			echo "" >"$PERF_GATE_FILE"
+		else
+			echo "VM too slow for throughput checks: Linux cubic reaches $mbps Mbit/s through a 100 Mbit/s tbf bottleneck (< $PERF_GATE_MIN_MBPS)" >"$PERF_GATE_FILE"
+		fi
+		echo "$mbps" >"$PERF_GATE_FILE.mbps"
+	fi
+	cat "$PERF_GATE_FILE"
+}
+
+_perf_gate_measure() {
+	topo_line || return 1
+	topo_shape 100 1000 50000 || return 1
+	ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5299 || return 1
+	sleep 1
+	ip netns exec "$NS_SND" iperf3 -c 10.0.2.1 -p 5299 -t 4 -O 1 -C cubic -J |
+		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))'
+	topo_cleanup
+}
+
+# ktap_perf_check <name> <command...>: ktap_check, or SKIP when perf_gate
+# says the VM cannot carry the bottleneck's rate.
+ktap_perf_check() {
+	local why
+	why=$(perf_gate)
+	if [ -n "$why" ]; then
+		ktap_skip "$1" "$why"
+	else
+		ktap_check "$@"
+	fi
+}
+
 ktap_finish() {
 	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail xfail:0 xpass:0 skip:$_ktap_skip error:0"
 	if [ "$_ktap_fail" -gt 0 ]; then
