@@ -44,4 +44,27 @@ struct sk_buff *hpcc_skb_alloc_ip(unsigned int len);
 int hpcc_ip_send(struct net *net, struct sk_buff *skb, __be32 saddr,
 		 __be32 daddr, u8 tos);
 
+/* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
+ * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */
+struct hpcc_trace_rec {
+	__u8 event;		/* 0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale */
+	__u8 hop;		/* index of the most loaded hop */
+	__u8 n_hops;
+	__u8 inc_stage;
+	__u32 u_ppm;		/* U after the sample, 10^-6 */
+	__u32 sample_u_ppm;	/* the chosen hop's u' */
+	__u32 qlen;		/* the chosen hop's queue, bytes */
+	__u32 window;		/* W, bytes */
+	__u32 wc;		/* Wc, bytes */
+	__u32 cwnd;		/* the cwnd set before this sample, segments */
+	__u32 inflight;		/* tcp_packets_in_flight(), segments */
+	__u32 srtt_us;
+	__u32 base_rtt_us;	/* T */
+	__u64 pacing_rate;	/* bytes/s, as applied */
+	__u64 path_rate;	/* slowest INT link on the path, bytes/s */
+};
+
+/* Fires the tcp_hpcc:hpcc_sample tracepoint (a no-op unless enabled). */
+void hpcc_trace_sample(const struct sock *sk, const struct hpcc_trace_rec *r);
+
 #endif /* _HPCC_SHIM_H */

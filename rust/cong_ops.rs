@@ -137,6 +137,7 @@ fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> usize {
         last_update_ns: 0,
         probes: 0,
         path_rate: 0,
+        max_in_flight: 0,
     };
     match FlowObj::create(net.key(), tuple, owned) {
         Some(p) => {
@@ -210,6 +211,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
         }
     }
 
+    own.max_in_flight = own.max_in_flight.max(tp.in_flight());
     if let Some(mail) = flow.mailbox.take() {
         let Ok(stack) = wire::parse(&mail.int) else {
             inc(Counter::ResponsesBadInt);
@@ -222,20 +224,51 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
             .map(|r| r.bps() / 8)
             .min()
             .unwrap_or(0);
+        // Window validation: the most the flow had in flight since the last
+        // sample bounds how far this one can raise W.
+        let used = own.max_in_flight.saturating_mul(tp.mss());
+        own.law.set_used_window((k.window_validation == 1).then_some(used));
+        own.max_in_flight = tp.in_flight();
         let o = own.law.on_stack(&own.params, &stack, mail.rx_ns, mail.snd_nxt, tp.snd_nxt());
+        let event = match o.event {
+            Event::Recorded => 0,
+            Event::PathChanged => 1,
+            Event::Updated => 2,
+            Event::Committed => 3,
+            Event::Stale(_) => 4,
+        };
+        let qlen = stack.hops().get(usize::from(o.hop)).map_or(0, |h| {
+            let shift = wire::rate_info(h.rate).map_or(0, |r| r.unit_shift);
+            u64::from(h.qlen).checked_shl(shift).unwrap_or(u64::MAX)
+        });
+        let mut rate = o.pacing_rate;
+        if own.path_rate != 0 && k.pace_at_link_rate == 1 {
+            rate = rate.min(own.path_rate);
+        }
+        tp.trace_sample(&bindings::hpcc_trace_rec {
+            event,
+            hop: o.hop,
+            n_hops: stack.n_hops,
+            inc_stage: u8::try_from(own.law.inc_stage()).unwrap_or(u8::MAX),
+            u_ppm: q40_to_ppm(own.law.u_q40()),
+            sample_u_ppm: q40_to_ppm(o.sample_u_q40),
+            qlen: u32::try_from(qlen).unwrap_or(u32::MAX),
+            window: o.window_bytes,
+            wc: u32::try_from(own.law.wc_q16() >> 16).unwrap_or(u32::MAX),
+            cwnd: tp.cwnd(),
+            inflight: tp.in_flight(),
+            srtt_us: tp.srtt_us(),
+            base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
+            pacing_rate: rate,
+            path_rate: own.path_rate,
+        });
         stats::trace(&stats::TraceSample {
             now_ns: now,
             u_q40: own.law.u_q40(),
             window: own.law.window_bytes(),
             cwnd: tp.cwnd(),
             inc_stage: own.law.inc_stage(),
-            event: match o.event {
-                Event::Recorded => 0,
-                Event::PathChanged => 1,
-                Event::Updated => 2,
-                Event::Committed => 3,
-                Event::Stale(_) => 4,
-            },
+            event: u32::from(event),
             srtt_us: tp.srtt_us(),
             base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
         });
@@ -274,6 +307,11 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
         rate = rate.min(own.path_rate);
     }
     fresh.then(|| (own.law.window_bytes(), rate))
+}
+
+/// A Q23.40 fraction in parts per million, saturating.
+fn q40_to_ppm(q: u64) -> u32 {
+    u32::try_from(u128::from(q).saturating_mul(1_000_000) >> 40).unwrap_or(u32::MAX)
 }
 
 /// TCP's default pacing: `ratio`% of cwnd·mss per smoothed RTT.

@@ -174,6 +174,9 @@ pub(crate) struct Owned {
     /// The slowest link of the path as the last response reported it,
     /// bytes/s (0: unknown).
     pub(crate) path_rate: u64,
+    /// Most segments in flight since the last applied sample (window
+    /// validation).
+    pub(crate) max_in_flight: u32,
 }
 
 /// A flow's out-of-line state.

@@ -68,8 +68,16 @@ HPCC_PARAM(telemetry,
 	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
 HPCC_PARAM(pace_at_link_rate,
 	   "1: pace at most at the path's slowest INT link rate; 0: pace at W/T (default 1)");
+HPCC_PARAM(path_cap_pct,
+	   "HPCC++ bound of W in percent of the path's BDP min(B_j)*T; 0 = none, the drafts' law (0..1000, default 0)");
+HPCC_PARAM(window_validation,
+	   "1: W does not grow above twice the most bytes in flight since the last sample (decreases unaffected); 0: the drafts' law (default 1)");
+HPCC_PARAM(probe_commit,
+	   "1: commit Wc only on a probe interval sent entirely after the last commit; 0: the drafts' NewAck rule on the probe's snd_nxt (default 1)");
+HPCC_PARAM(u_weight_pct,
+	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
 HPCC_PARAM(pacing_shift,
-	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 13)");
+	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 11)");
 
 /* Read-only event counters; storage and formatting in Rust (rust/stats.rs). */
 extern const struct kernel_param_ops hpcc_stats_ops;

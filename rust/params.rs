@@ -79,8 +79,12 @@ knobs! {
     hpcc_param_response_dscp, "response_dscp", probe::DSCP_RESPONSE_DEFAULT as u32, response_dscp;
     hpcc_param_max_hops, "max_hops", wire::MAX_HOPS as u32, max_hops;
     hpcc_param_telemetry, "telemetry", 1, telemetry;
-    hpcc_param_pacing_shift, "pacing_shift", 13, pacing_shift;
+    hpcc_param_pacing_shift, "pacing_shift", 11, pacing_shift;
     hpcc_param_pace_at_link_rate, "pace_at_link_rate", 1, pace_at_link_rate;
+    hpcc_param_path_cap_pct, "path_cap_pct", 0, path_cap_pct;
+    hpcc_param_window_validation, "window_validation", 1, window_validation;
+    hpcc_param_probe_commit, "probe_commit", 1, probe_commit;
+    hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
 }
 
 /// Why a knob set was refused.
@@ -94,7 +98,7 @@ pub(crate) enum KnobError {
     Dscp,
     /// `max_hops` is not in `1..=HPCC_INT_MAX_HOPS`.
     MaxHops,
-    /// `telemetry` is not 0 or 1.
+    /// `telemetry`, `pace_at_link_rate`, `window_validation` or `probe_commit` is not 0 or 1.
     Telemetry,
     /// `pacing_shift` is not 0 or in 8..=16.
     PacingShift,
@@ -114,7 +118,7 @@ impl KnobError {
             Self::Hpcc(e) => e.describe(),
             Self::Dscp => "DSCPs must be 0..63 and differ",
             Self::MaxHops => "max_hops must be in 1..8",
-            Self::Telemetry => "telemetry and pace_at_link_rate must be 0 or 1",
+            Self::Telemetry => "telemetry, pace_at_link_rate, window_validation and probe_commit must be 0 or 1",
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
         }
@@ -151,7 +155,9 @@ impl Knobs {
             init_window_bytes: self.init_window_bytes.clamp(min, max),
             min_window_bytes: min,
             max_window_bytes: max,
-            mode: Mode::Sender,
+            mode: if self.probe_commit == 1 { Mode::Probe } else { Mode::Sender },
+            path_cap_pct: self.path_cap_pct,
+            u_weight_pct: self.u_weight_pct,
         }
     }
 
@@ -175,7 +181,7 @@ impl Knobs {
         if self.max_hops == 0 || self.max_hops > wire::MAX_HOPS as u32 {
             return Err(KnobError::MaxHops);
         }
-        if self.telemetry > 1 || self.pace_at_link_rate > 1 {
+        if self.telemetry > 1 || self.pace_at_link_rate > 1 || self.window_validation > 1 || self.probe_commit > 1 {
             return Err(KnobError::Telemetry);
         }
         if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {

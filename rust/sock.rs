@@ -104,6 +104,15 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_tcp_is_cwnd_limited(self.tp.as_ptr().cast()) }
     }
 
+    /// Segments in flight as TCP counts them (tcp_packets_in_flight()):
+    /// sent and not ACKed, SACKed or marked lost, plus retransmissions.
+    #[inline]
+    pub(crate) fn in_flight(&self) -> u32 {
+        let out = get!(self, packets_out);
+        let left = get!(self, sacked_out).saturating_add(get!(self, lost_out));
+        out.saturating_sub(left).saturating_add(get!(self, retrans_out))
+    }
+
     /// `snd_nxt`: the next sequence number to send.
     #[inline]
     pub(crate) fn snd_nxt(&self) -> u32 {
@@ -148,6 +157,15 @@ impl<'a> TcpSock<'a> {
             let rate = bytes_per_sec.min(u64::from(max));
             core::ptr::addr_of_mut!((*sk).sk_pacing_rate).write_volatile(rate as _);
         }
+    }
+
+    /// Fires the `tcp_hpcc:hpcc_sample` tracepoint for this socket.
+    #[inline]
+    pub(crate) fn trace_sample(&self, rec: &bindings::hpcc_trace_rec) {
+        // SAFETY: `tp` is a live socket (type invariant) starting with its
+        // `struct sock`; the tracepoint only reads it and `rec` (a valid
+        // reference) during the call.
+        unsafe { bindings::hpcc_trace_sample(self.tp.as_ptr().cast(), rec) }
     }
 
     /// The IPv4 4-tuple (local to remote) and netns, `None` for other families.

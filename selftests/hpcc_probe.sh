@@ -26,7 +26,7 @@ N_FORGED=${N_FORGED:-200}
 require_root_and_vm
 require_tools ip tc python3 modprobe ethtool nstat
 
-ktap_header 8
+ktap_header 9
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
@@ -35,6 +35,8 @@ nst() { ip netns exec "$1" nstat -az "$2" 2>/dev/null | awk -v k="$2" '$1 == k {
 install_module >/dev/null 2>&1 && modprobe tcp_hpcc ||
 	{ ktap_fail "module_loads"; ktap_finish; }
 P=/sys/module/tcp_hpcc/parameters
+PERF_WHY=$(perf_gate)
+ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 
 # --- 1-5: an unshaped path, GRO on, exact accounting -------------------------
 topo_line || { ktap_fail "topology"; ktap_finish; }
@@ -44,6 +46,14 @@ for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; d
 done
 GRO=$(ip netns exec "$NS_RCV" ethtool -k veth0 | awk '/^generic-receive-offload/ { print $2 }')
 ktap_info "receiver GRO: $GRO"
+
+# The tcp_hpcc:hpcc_sample tracepoint, on for the first flow.
+TR=/sys/kernel/tracing
+grep -qs tracefs /proc/mounts || mount -t tracefs nodev $TR 2>/dev/null
+if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
+	echo >$TR/trace
+	echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
+fi
 
 declare -A before
 for k in probes_sent probes_received responses_sent responses_received responses_accepted; do
@@ -61,10 +71,25 @@ for k in probes_sent probes_received responses_sent responses_received responses
 done
 ktap_info "probes sent ${d[probes_sent]} received ${d[probes_received]}; responses sent ${d[responses_sent]} received ${d[responses_received]} accepted ${d[responses_accepted]}"
 
+TRACE_LINES=
+if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
+	echo 0 >$TR/events/tcp_hpcc/hpcc_sample/enable
+	TRACE_LINES=$(grep -c 'hpcc_sample: src=10.0.1.1:[0-9]* dst=10.0.2.1:5201 ev=[0-4] ' $TR/trace)
+fi
+
 t_probes_flow() {
 	[ "${d[probes_sent]}" -ge 20 ] || { echo "too few probes: ${d[probes_sent]}"; return 1; }
 }
 ktap_check "probes_sent_while_data_in_flight" t_probes_flow
+
+t_tracepoint() {
+	# One event per applied response: the mailbox keeps only the newest, so
+	# at most one per accepted response, and nearly all of them.
+	echo "tcp_hpcc:hpcc_sample events for the flow: ${TRACE_LINES:-none}, responses accepted ${d[responses_accepted]}"
+	[ -n "$TRACE_LINES" ] && [ "$TRACE_LINES" -le "${d[responses_accepted]}" ] &&
+		[ $((2 * TRACE_LINES)) -ge "${d[responses_accepted]}" ] && [ "$TRACE_LINES" -ge 10 ]
+}
+ktap_check "tracepoint_reports_each_applied_response" t_tracepoint
 
 t_all_consumed() {
 	[ "${d[probes_received]}" -eq "${d[probes_sent]}" ] &&
@@ -147,7 +172,7 @@ ktap_check "genuine_responses_still_accepted" t_genuine_still_accepted
 t_throughput_intact() {
 	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.8 * $RATE_MBIT and f >= 0.9 * c else 1)"
 }
-ktap_check "throughput_intact_under_forgeries" t_throughput_intact
+ktap_perf_check "throughput_intact_under_forgeries" t_throughput_intact
 
 t_no_oops() {
 	! dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection'

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Tracepoints of tcp_hpcc (defined in rust/trace_events.c):
+ *
+ *   tcp_hpcc:hpcc_sample   one per probe response applied to a flow's
+ *                          HPCC++ law (see struct hpcc_trace_rec)
+ *
+ *   echo 1 > /sys/kernel/tracing/events/tcp_hpcc/hpcc_sample/enable
+ *   cat /sys/kernel/tracing/trace_pipe
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM tcp_hpcc
+
+#if !defined(_HPCC_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _HPCC_TRACE_H
+
+#include <linux/tracepoint.h>
+#include <net/inet_sock.h>
+
+#include "hpcc_shim.h"
+
+TRACE_EVENT(hpcc_sample,
+	TP_PROTO(const struct sock *sk, const struct hpcc_trace_rec *r),
+	TP_ARGS(sk, r),
+	TP_STRUCT__entry(
+		__field(__be32, saddr)
+		__field(__be32, daddr)
+		__field(__u16, sport)
+		__field(__u16, dport)
+		__field(__u8, event)
+		__field(__u8, hop)
+		__field(__u8, n_hops)
+		__field(__u8, inc_stage)
+		__field(__u32, u_ppm)
+		__field(__u32, sample_u_ppm)
+		__field(__u32, qlen)
+		__field(__u32, window)
+		__field(__u32, wc)
+		__field(__u32, cwnd)
+		__field(__u32, inflight)
+		__field(__u32, srtt_us)
+		__field(__u32, base_rtt_us)
+		__field(__u64, pacing_rate)
+		__field(__u64, path_rate)
+	),
+	TP_fast_assign(
+		const struct inet_sock *inet = inet_sk(sk);
+
+		__entry->saddr = inet->inet_saddr;
+		__entry->daddr = inet->inet_daddr;
+		__entry->sport = ntohs(inet->inet_sport);
+		__entry->dport = ntohs(inet->inet_dport);
+		__entry->event = r->event;
+		__entry->hop = r->hop;
+		__entry->n_hops = r->n_hops;
+		__entry->inc_stage = r->inc_stage;
+		__entry->u_ppm = r->u_ppm;
+		__entry->sample_u_ppm = r->sample_u_ppm;
+		__entry->qlen = r->qlen;
+		__entry->window = r->window;
+		__entry->wc = r->wc;
+		__entry->cwnd = r->cwnd;
+		__entry->inflight = r->inflight;
+		__entry->srtt_us = r->srtt_us;
+		__entry->base_rtt_us = r->base_rtt_us;
+		__entry->pacing_rate = r->pacing_rate;
+		__entry->path_rate = r->path_rate;
+	),
+	TP_printk("src=%pI4:%u dst=%pI4:%u ev=%u hop=%u/%u U=%u u=%u qlen=%u W=%u Wc=%u stage=%u cwnd=%u inflight=%u srtt=%u T=%u rate=%llu link=%llu",
+		  &__entry->saddr, __entry->sport, &__entry->daddr, __entry->dport,
+		  __entry->event, __entry->hop, __entry->n_hops, __entry->u_ppm,
+		  __entry->sample_u_ppm, __entry->qlen, __entry->window, __entry->wc,
+		  __entry->inc_stage, __entry->cwnd, __entry->inflight,
+		  __entry->srtt_us, __entry->base_rtt_us, __entry->pacing_rate,
+		  __entry->path_rate)
+);
+
+#endif /* _HPCC_TRACE_H */
+
+/* This part must be outside the include guard. */
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE hpcc_trace
+#include <trace/define_trace.h>
