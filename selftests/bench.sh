@@ -20,6 +20,8 @@ JSON=$RESULTS/bench.jsonl
 : >"$JSON"
 
 install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "bench: cannot load tcp_hpcc"; exit 1; }
+# At most 4 flows share the bottleneck: the drafts' N in W_ai = W_init(1-eta)/N.
+echo 4 >/sys/module/tcp_hpcc/parameters/expected_flows
 intsw_build >/dev/null || { echo "bench: cannot build the switch emulator"; exit 1; }
 trap 'intsw_cleanup' EXIT
 

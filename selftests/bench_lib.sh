@@ -103,7 +103,12 @@ bench_scenario() {
 			>"$out.srv$i.json" &
 		srv+=($!)
 	done
-	sleep 0.5
+	# Wait until every server listens (python under TCG can take a while).
+	local try
+	for try in $(seq 1 100); do
+		[ "$(ip netns exec hpcc-rcv ss -ltnH 'sport >= :5301' | wc -l)" -ge "${#senders[@]}" ] && break
+		sleep 0.1
+	done
 	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
 	local sampler=$!
 	sleep 0.3
@@ -117,9 +122,14 @@ bench_scenario() {
 	if [ "$inject" -gt 0 ]; then
 		# Forged responses toward sender 1's flow, from the receiver's netns.
 		sleep 1
-		local port
-		port=$(ip netns exec "${senders[0]}" ss -tnH state established dst 10.0.2.1:5301 |
-			awk '{ n = split($3, a, ":"); print a[n]; exit }')
+		local port= try
+		# Under TCG the connection may take a moment: wait for it (5 s).
+		for try in $(seq 1 50); do
+			port=$(ip netns exec "${senders[0]}" ss -tnH state established dst 10.0.2.1:5301 |
+				awk '{ n = split($3, a, ":"); print a[n]; exit }')
+			[ -n "$port" ] && break
+			sleep 0.1
+		done
 		ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$inject" \
 			--src 10.0.2.1 --dst "${src[0]}" --sport 5301 --dport "${port:-1}" >/dev/null
 	fi
