@@ -31,6 +31,10 @@
 //!   eta/U every round until it floods the bottleneck once released.
 //!   Decreases are never affected, and a flow that uses its window can
 //!   still double it per update.
+//! * **Bounded increase** (`max_increase_pct`, off in the drafts'
+//!   defaults): an update may not raise `W` above `Wc·pct/100`, so flows
+//!   that all read the same low `U` cannot together overshoot the link by
+//!   more than that factor in one round.
 //! * **Path BDP cap** (`path_cap_pct`, off in the drafts' defaults). `cap =
 //!   path_cap_pct% · min_j(B_j)·T`, the slowest hop's bandwidth-delay
 //!   product. A flow alone on the path reaches `U = 1` at `W = B·T`, so a
@@ -672,6 +676,11 @@ impl HpccFlow {
             self.wc
         };
         let mut w = base.saturating_add(p.wai_q).min(p.max_q).min(cap);
+        let inc = p.config().max_increase_pct;
+        if inc != 0 {
+            // Wc < 2^48 (Q16 of ≤ 2^32 bytes), inc ≤ 1000: no overflow.
+            w = w.min(self.wc.saturating_mul(u64::from(inc)) / 100);
+        }
         if self.used != u32::MAX {
             let bound = u64::from(self.used).saturating_mul(USED_WINDOW_GAIN) << WIN_SHIFT;
             w = w.min(bound.max(self.wc));

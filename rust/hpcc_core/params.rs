@@ -61,6 +61,9 @@ pub struct HpccConfig {
     /// `tau = T` and the drafts' EWMA keeps nothing of the previous `U`;
     /// 50 averages each probe with the history.
     pub u_weight_pct: u32,
+    /// Largest growth of `W` over `Wc` in one update, in percent of `Wc`:
+    /// `0` (no bound, the drafts' law) or `101..=1000`.
+    pub max_increase_pct: u32,
 }
 
 /// Largest accepted `path_cap_pct`.
@@ -86,6 +89,8 @@ pub enum ParamError {
     PathCap,
     /// `u_weight_pct` is 0 or above 100.
     UWeight,
+    /// `max_increase_pct` is not 0 or in 101..=1000.
+    MaxIncrease,
 }
 
 impl ParamError {
@@ -100,6 +105,7 @@ impl ParamError {
             Self::Windows => "windows must satisfy 1 <= min <= init <= max <= 2^31 bytes",
             Self::PathCap => "path BDP cap must be 0 (off) or 1..=1000 percent",
             Self::UWeight => "U sample weight must be 1..=100 percent of tau/T",
+            Self::MaxIncrease => "max increase must be 0 (off) or 101..=1000 percent of Wc",
         }
     }
 }
@@ -120,6 +126,7 @@ impl HpccConfig {
         mode: Mode::Sender,
         path_cap_pct: 0,
         u_weight_pct: 100,
+        max_increase_pct: 0,
     };
 
     /// Checks every field and precomputes the fixed-point constants.
@@ -142,6 +149,9 @@ impl HpccConfig {
         }
         if self.u_weight_pct == 0 || self.u_weight_pct > 100 {
             return Err(ParamError::UWeight);
+        }
+        if self.max_increase_pct != 0 && !(101..=1000).contains(&self.max_increase_pct) {
+            return Err(ParamError::MaxIncrease);
         }
         let wai = if self.wai_bytes == 0 {
             if self.expected_flows == 0 {

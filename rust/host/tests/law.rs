@@ -22,6 +22,7 @@ fn cfg() -> HpccConfig {
         mode: Mode::Sender,
         path_cap_pct: 0,
         u_weight_pct: 100,
+        max_increase_pct: 0,
     }
 }
 
@@ -546,4 +547,24 @@ fn u_weight_scales_the_ewma_step() {
     }
     assert_eq!(HpccConfig { u_weight_pct: 0, ..cfg() }.validate().unwrap_err(), ParamError::UWeight);
     assert_eq!(HpccConfig { u_weight_pct: 101, ..cfg() }.validate().unwrap_err(), ParamError::UWeight);
+}
+
+#[test]
+fn max_increase_bounds_one_update_and_leaves_decreases_alone() {
+    let p = params(HpccConfig { max_stage: 0, max_increase_pct: 125, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    f.on_sample(&p, &path.sample(0));
+    // U = 0.5 asks for ×1.9; one update gives at most ×1.25.
+    path.advance(0, T, 500_000, 0);
+    let seq = path.seq;
+    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, BDP as u32 * 5 / 4);
+    // U = 1.9: W = Wc·0.95/1.9 + W_ai, unbounded below.
+    path.advance(0, T, 1_900_000, 0);
+    path.seq += 1;
+    let seq = path.seq;
+    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, BDP as u32 * 5 / 8 + 1_000);
+    for bad in [100, 1001, 50] {
+        assert_eq!(HpccConfig { max_increase_pct: bad, ..cfg() }.validate().unwrap_err(), ParamError::MaxIncrease);
+    }
 }

@@ -39,6 +39,8 @@ pub struct RefParams {
     pub path_cap: f64,
     /// Sample weight as a fraction of tau/T.
     pub u_weight: f64,
+    /// Largest W/Wc of one update (0: none).
+    pub max_increase: f64,
 }
 
 impl RefParams {
@@ -58,6 +60,7 @@ impl RefParams {
             max_rate_bps: hpcc_core::fixed::MAX_RATE_BPS,
             path_cap: f64::from(c.path_cap_pct) / 100.0,
             u_weight: f64::from(c.u_weight_pct) / 100.0,
+            max_increase: f64::from(c.max_increase_pct) / 100.0,
         }
     }
 }
@@ -219,6 +222,7 @@ impl RefFlow {
             self.wc + p.wai
         };
         let w = w.min(p.max).min(cap);
+        let w = if p.max_increase > 0.0 { w.min(self.wc * p.max_increase) } else { w };
         // Window validation: no increase above USED_WINDOW_GAIN times the window used.
         let w = match self.used {
             Some(u) => w.min((u * hpcc_core::law::USED_WINDOW_GAIN as f64).max(self.wc)),

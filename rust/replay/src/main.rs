@@ -38,6 +38,7 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
   --max-window-bytes N     upper window bound, <= 2^31 (default 67108864)
   --path-cap-pct N         bound W by N% of the path BDP min(B)*T, 0 = off (default 0)
   --u-weight-pct N         weight of a sample in U's EWMA, % of tau/T (default 100)
+  --max-increase-pct N     largest W/Wc of one update in %, 0 = off (default 0)
   --mode sender|receiver|probe
                            NewAck (sequence-driven), NewINT (time-driven) or
                            probe (sequence-driven on the measured interval)
@@ -115,6 +116,7 @@ fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
             "--max-window-bytes" => c.max_window_bytes = num32(flag)?,
             "--path-cap-pct" => c.path_cap_pct = num32(flag)?,
             "--u-weight-pct" => c.u_weight_pct = num32(flag)?,
+            "--max-increase-pct" => c.max_increase_pct = num32(flag)?,
             "--mode" => {
                 c.mode = match value.as_str() {
                     "sender" => Mode::Sender,
@@ -292,6 +294,7 @@ mod tests {
                 mode: Mode::Receiver,
                 path_cap_pct: 0,
                 u_weight_pct: 100,
+                max_increase_pct: 0,
             }
         );
         assert!(parse_args(&["--max-stage".into(), "-1".into()]).is_err());

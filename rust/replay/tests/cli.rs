@@ -56,6 +56,7 @@ fn example_trace_replays_like_the_core_and_the_reference() {
         mode: hpcc_core::params::Mode::Sender,
         path_cap_pct: 0,
         u_weight_pct: 100,
+        max_increase_pct: 0,
     }
     .validate()
     .unwrap();

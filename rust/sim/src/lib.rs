@@ -292,6 +292,7 @@ fn standard(starts_ns: Vec<u64>, rtts: u64, wire: bool, expected_flows: u32) -> 
             mode: hpcc_core::params::Mode::Sender,
             path_cap_pct: 0, // the drafts' law
             u_weight_pct: 100,
+            max_increase_pct: 0,
         },
         wire,
         record_flow0: false,
