@@ -76,6 +76,8 @@ HPCC_PARAM(probe_commit,
 	   "1: commit Wc only on a probe interval sent entirely after the last commit; 0: the drafts' NewAck rule on the probe's snd_nxt (default 1)");
 HPCC_PARAM(u_weight_pct,
 	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
+HPCC_PARAM(max_increase_pct,
+	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 150)");
 HPCC_PARAM(pacing_shift,
 	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 11)");
 

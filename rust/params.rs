@@ -85,6 +85,7 @@ knobs! {
     hpcc_param_window_validation, "window_validation", 1, window_validation;
     hpcc_param_probe_commit, "probe_commit", 1, probe_commit;
     hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
+    hpcc_param_max_increase_pct, "max_increase_pct", 150, max_increase_pct;
 }
 
 /// Why a knob set was refused.
@@ -158,6 +159,7 @@ impl Knobs {
             mode: if self.probe_commit == 1 { Mode::Probe } else { Mode::Sender },
             path_cap_pct: self.path_cap_pct,
             u_weight_pct: self.u_weight_pct,
+            max_increase_pct: self.max_increase_pct,
         }
     }
 
