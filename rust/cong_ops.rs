@@ -211,7 +211,8 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
         }
     }
 
-    own.max_in_flight = own.max_in_flight.max(tp.in_flight());
+    let in_flight = tp.in_flight();
+    own.max_in_flight = own.max_in_flight.max(in_flight);
     if let Some(mail) = flow.mailbox.take() {
         let Ok(stack) = wire::parse(&mail.int) else {
             inc(Counter::ResponsesBadInt);
@@ -228,7 +229,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
         // sample bounds how far this one can raise W.
         let used = own.max_in_flight.saturating_mul(tp.mss());
         own.law.set_used_window((k.window_validation == 1).then_some(used));
-        own.max_in_flight = tp.in_flight();
+        own.max_in_flight = in_flight;
         let o = own.law.on_stack(&own.params, &stack, mail.rx_ns, mail.snd_nxt, tp.snd_nxt());
         let event = match o.event {
             Event::Recorded => 0,
@@ -241,10 +242,6 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
             let shift = wire::rate_info(h.rate).map_or(0, |r| r.unit_shift);
             u64::from(h.qlen).checked_shl(shift).unwrap_or(u64::MAX)
         });
-        let mut rate = o.pacing_rate;
-        if own.path_rate != 0 && k.pace_at_link_rate == 1 {
-            rate = rate.min(own.path_rate);
-        }
         tp.trace_sample(&bindings::hpcc_trace_rec {
             event,
             hop: o.hop,
@@ -254,12 +251,12 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
             sample_u_ppm: q40_to_ppm(o.sample_u_q40),
             qlen: u32::try_from(qlen).unwrap_or(u32::MAX),
             window: o.window_bytes,
-            wc: u32::try_from(own.law.wc_q16() >> 16).unwrap_or(u32::MAX),
+            wc: u32::try_from(own.law.wc_q16() >> crate::hpcc_core::fixed::WIN_SHIFT).unwrap_or(u32::MAX),
             cwnd: tp.cwnd(),
-            inflight: tp.in_flight(),
+            inflight: in_flight,
             srtt_us: tp.srtt_us(),
             base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
-            pacing_rate: rate,
+            pacing_rate: paced_rate(k, own, o.pacing_rate),
             path_rate: own.path_rate,
         });
         stats::trace(&stats::TraceSample {
@@ -300,13 +297,17 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 
     let fresh = own.last_update_ns != 0
         && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
-    // R = W/T, but never faster than the slowest link of the path: a flow
-    // paced above it only builds a queue there.
-    let mut rate = own.law.pacing_rate(&own.params);
+    fresh.then(|| (own.law.window_bytes(), paced_rate(k, own, own.law.pacing_rate(&own.params))))
+}
+
+/// R = W/T, but never faster than the slowest link of the path (when
+/// `pace_at_link_rate`): a flow paced above it only builds a queue there.
+fn paced_rate(k: &Knobs, own: &Owned, rate: u64) -> u64 {
     if own.path_rate != 0 && k.pace_at_link_rate == 1 {
-        rate = rate.min(own.path_rate);
+        rate.min(own.path_rate)
+    } else {
+        rate
     }
-    fresh.then(|| (own.law.window_bytes(), rate))
 }
 
 /// A Q23.40 fraction in parts per million, saturating.

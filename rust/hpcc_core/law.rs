@@ -626,16 +626,11 @@ impl HpccFlow {
         self.u = div_wide(num, t100).unwrap_or(U_MAX);
 
         let update_wc = match p.mode() {
-            Mode::Sender => {
-                let go = self.flags & F_SEQ == 0 || seq_after(s.ack_seq, self.last_update_seq);
-                if go {
-                    self.last_update_seq = s.snd_nxt;
-                    self.flags |= F_SEQ;
-                }
-                go
-            }
-            Mode::Probe => {
-                let go = self.flags & F_SEQ == 0 || seq_after(self.rec_seq, self.last_update_seq);
+            mode @ (Mode::Sender | Mode::Probe) => {
+                // Sender: the ACKed sequence; Probe: where the measured
+                // interval began (the previous sample's ack_seq).
+                let seq = if mode == Mode::Sender { s.ack_seq } else { self.rec_seq };
+                let go = self.flags & F_SEQ == 0 || seq_after(seq, self.last_update_seq);
                 if go {
                     self.last_update_seq = s.snd_nxt;
                     self.flags |= F_SEQ;

@@ -2,7 +2,7 @@
 //! samples with exactly computable results.
 
 use hpcc_core::fixed::{U_MAX, U_ONE, WIN_ONE};
-use hpcc_core::law::{Event, HopSample, HpccFlow, Sample, StaleReason};
+use hpcc_core::law::{Event, HopSample, HpccFlow, Outcome, Sample, StaleReason};
 use hpcc_core::params::{HpccConfig, HpccParams, Mode, ParamError};
 
 const T: u64 = 10_000; // 10 µs
@@ -49,6 +49,14 @@ impl Path {
         h.ts_ns = h.ts_ns.wrapping_add(dts);
         h.tx_bytes = h.tx_bytes.wrapping_add(B / 8 * dts / 1_000_000_000 * util_ppm / 1_000_000);
         h.qlen_bytes = q;
+    }
+    /// One committed round on hop 0: T at `util_ppm` of line rate, no
+    /// queue, an ACK past everything sent before.
+    fn round(&mut self, f: &mut HpccFlow, p: &HpccParams, util_ppm: u64) -> Outcome {
+        self.advance(0, T, util_ppm, 0);
+        self.seq += 1;
+        let ack = self.seq + 1;
+        f.on_sample(p, &self.sample(ack))
     }
     fn sample(&mut self, ack_seq: u32) -> Sample<'_> {
         self.now += T;
@@ -474,32 +482,21 @@ fn window_growth_is_bounded_by_twice_the_window_used() {
     // multiplicative increase (×1.9) is suppressed (2 × 20 kB < Wc), but
     // the window is not cut either.
     f.set_used_window(Some(20_000));
-    path.advance(0, T, 500_000, 0);
-    let seq = path.seq;
-    let o = f.on_sample(&p, &path.sample(seq + 1));
+    let o = path.round(&mut f, &p, 500_000);
     assert_eq!(o.event, Event::Committed);
     assert_eq!(o.window_bytes, BDP as u32);
     // 100 kB in flight: growth up to 200 kB (of the 238.5 kB asked for).
     f.set_used_window(Some(100_000));
-    path.advance(0, T, 500_000, 0);
-    path.seq += 1;
-    let seq = path.seq;
-    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, 200_000);
+    assert_eq!(path.round(&mut f, &p, 500_000).window_bytes, 200_000);
     // Overload still shrinks W whatever was used: 200 kB·0.95/1.9 + W_ai.
     f.set_used_window(Some(0));
-    path.advance(0, T, 1_900_000, 0);
-    path.seq += 1;
-    let seq = path.seq;
-    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, 101_000);
+    assert_eq!(path.round(&mut f, &p, 1_900_000).window_bytes, 101_000);
     // A flow that used its whole window is not bounded; nor is one that
     // reports nothing (None): W = Wc·0.95/0.5 + W_ai.
     for used in [Some(101_000), None] {
         f.set_used_window(used);
         let wc = f.wc_q16() / WIN_ONE;
-        path.advance(0, T, 500_000, 0);
-        path.seq += 1;
-        let seq = path.seq;
-        let w = f.on_sample(&p, &path.sample(seq + 1)).window_bytes;
+        let w = path.round(&mut f, &p, 500_000).window_bytes;
         assert!(u64::from(w).abs_diff(wc * 19 / 10 + 1_000) <= 1, "{used:?}: {w}");
     }
 }
@@ -556,14 +553,9 @@ fn max_increase_bounds_one_update_and_leaves_decreases_alone() {
     let mut path = Path::new(1);
     f.on_sample(&p, &path.sample(0));
     // U = 0.5 asks for ×1.9; one update gives at most ×1.25.
-    path.advance(0, T, 500_000, 0);
-    let seq = path.seq;
-    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, BDP as u32 * 5 / 4);
+    assert_eq!(path.round(&mut f, &p, 500_000).window_bytes, BDP as u32 * 5 / 4);
     // U = 1.9: W = Wc·0.95/1.9 + W_ai, unbounded below.
-    path.advance(0, T, 1_900_000, 0);
-    path.seq += 1;
-    let seq = path.seq;
-    assert_eq!(f.on_sample(&p, &path.sample(seq + 1)).window_bytes, BDP as u32 * 5 / 8 + 1_000);
+    assert_eq!(path.round(&mut f, &p, 1_900_000).window_bytes, BDP as u32 * 5 / 8 + 1_000);
     for bad in [100, 1001, 50] {
         assert_eq!(HpccConfig { max_increase_pct: bad, ..cfg() }.validate().unwrap_err(), ParamError::MaxIncrease);
     }

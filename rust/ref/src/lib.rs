@@ -179,20 +179,11 @@ impl RefFlow {
         let tau = dts.min(p.t_ns) * p.u_weight;
         self.u = (1.0 - tau / p.t_ns) * self.u + tau / p.t_ns * u;
         let update_wc = match p.mode {
-            Mode::Sender => {
+            mode @ (Mode::Sender | Mode::Probe) => {
+                let seq = if mode == Mode::Sender { s.ack_seq } else { self.rec_seq };
                 let go = match self.last_update_seq {
                     None => true,
-                    Some(l) => (s.ack_seq.wrapping_sub(l) as i32) > 0,
-                };
-                if go {
-                    self.last_update_seq = Some(s.snd_nxt);
-                }
-                go
-            }
-            Mode::Probe => {
-                let go = match self.last_update_seq {
-                    None => true,
-                    Some(l) => (self.rec_seq.wrapping_sub(l) as i32) > 0,
+                    Some(l) => (seq.wrapping_sub(l) as i32) > 0,
                 };
                 if go {
                     self.last_update_seq = Some(s.snd_nxt);
