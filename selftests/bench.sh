@@ -5,6 +5,12 @@
 # hpcc, dctcp (CE marking at K), cubic and bbr on the same emulated
 # bottleneck, 1 and 4 flows, in one VM boot. Writes bench.jsonl and
 # bench.csv to $HPCC_RESULTS and prints one table per scenario.
+#
+# Each table also has an open-loop reference row, "paced90": cubic capped
+# at 90% of B in total with SO_MAX_PACING_RATE, one packet per skb (TSO/GSO
+# off on the senders). It needs no feedback and sends no bursts, so its
+# queue is what the host stack itself adds: the floor under every
+# algorithm's numbers on this machine (PACED=0 leaves it out).
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/int_switch.sh"
@@ -31,6 +37,11 @@ for n in $FLOWS; do
 		bench_scenario "$algo" "$n" single "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" \
 			tag="$algo-$n" >>"$JSON" || echo "bench: $algo $n failed" >&2
 	done
+	[ "${PACED:-1}" = 1 ] || continue
+	echo "bench: open-loop reference, $n flow(s), ${SECS}s" >&2
+	bench_paced_reference "$n" single "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag="paced90-$n" |
+		python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = "paced90"; print(json.dumps(r))' \
+		>>"$JSON" || echo "bench: paced90 $n failed" >&2
 done
 
 python3 - "$JSON" "$RESULTS/bench.csv" <<'PY'
@@ -49,15 +60,15 @@ for n in sorted({r["flows"] for r in rows}):
     sc = [r for r in rows if r["flows"] == n]
     r0 = sc[0]
     print(f'\n{n} flow(s), B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, BDP {r0["bdp_bytes"]} B, {r0["secs"]:.0f} s')
-    print(f'{"algo":6} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}')
+    print(f'{"algo":7} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}')
     ref = {r["algo"]: r for r in sc}
     for r in sc:
         q = lambda k: f'{r[f"q_{k}_bytes"]:>6.0f} B {r[f"q_{k}_bdp"]:>5.2f}'
         u = "n/a" if r["util"] is None else f'{100 * r["util"]:.1f}%'
-        print(f'{r["algo"]:6} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}')
+        print(f'{r["algo"]:7} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}')
     if "hpcc" in ref:
         h = ref["hpcc"]
-        for a in ("dctcp", "cubic", "bbr"):
+        for a in ("dctcp", "cubic", "bbr", "paced90"):
             if a in ref and h["util"] and ref[a]["util"]:
                 o = ref[a]
                 p99 = "inf" if h["q_p99_bytes"] == 0 else f'{o["q_p99_bytes"] / h["q_p99_bytes"]:.1f}x'

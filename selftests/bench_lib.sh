@@ -12,6 +12,9 @@
 #       keys: rate_mbit=100 rtt_us=2000 buffer=<4 BDP> ecn_k=<BDP/4> tag=NAME
 #       select=sysctl (the netns default picks ALGO, not setsockopt)
 #       inject=N (N forged responses of each kind toward flow 1, after 1 s)
+#       maxrate_mbit=M (each sender's pacing capped at M/N Mbit/s with
+#       SO_MAX_PACING_RATE: with cubic, an open-loop fixed-rate reference)
+#       sender_gso=0 (senders' devices without TSO/GSO: one packet per skb)
 #       sender_fq=1 (sch_fq on the senders, for every algorithm: how paced
 #       congestion controls are deployed) tso_rtt_log=0 (senders' TSO bursts
 #       sized by the pacing rate only, not inflated for small RTTs)
@@ -21,7 +24,9 @@
 #       goodput_mbps, per_flow_mbps, jain,
 #       q_p50_bytes, q_p99_bytes, q_max_bytes, q_mean_bytes (per-packet
 #       samples of the bottleneck queue, whole run), drops, drops_late
-#       (drops later than 10 base RTTs after the first packet), ce_marks,
+#       (drops later than 10 base RTTs after the flows were started; the
+#       port's first packet may be the topology's reachability check, much
+#       earlier), last_drop_after_start_ms (from the same instant), ce_marks,
 #       probes_stamped, hpcc (tcp_hpcc stats deltas), and for parallel the
 #       per-switch probe counts.
 
@@ -29,6 +34,21 @@ BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
 BENCH_PY=${INTSW_PY:-python3}
 
 _bench_kv() { _intsw_kv "$@"; }
+
+_bench_devs() { # _bench_devs NS -> the netns' devices but lo
+	ip -n "$1" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'
+}
+
+# bench_paced_reference NFLOWS TOPO SECONDS [key=value ...]: the open-loop
+# reference, cubic capped at 90% of B in total (SO_MAX_PACING_RATE) with
+# one packet per skb. It needs no feedback and sends no bursts, so the
+# queue it sees is what the host stack adds. Same output as bench_scenario.
+bench_paced_reference() {
+	local n=$1 topo=$2 secs=$3 rate
+	shift 3
+	rate=$(_bench_kv rate_mbit 100 "$@")
+	bench_scenario cubic "$n" "$topo" "$secs" "$@" maxrate_mbit=$((rate * 9 / 10)) sender_gso=0
+}
 
 _bench_hpcc_stats() {
 	if [ -r /sys/module/tcp_hpcc/parameters/stats ]; then
@@ -78,8 +98,15 @@ bench_scenario() {
 	if [ "$sender_fq" = 1 ]; then
 		# Hosts pace in sch_fq, as recommended for paced congestion controls.
 		for ns in "${senders[@]}"; do
-			for dev in $(ip -n "$ns" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'); do
+			for dev in $(_bench_devs "$ns"); do
 				tc -n "$ns" qdisc replace dev "$dev" root fq
+			done
+		done
+	fi
+	if [ "$(_bench_kv sender_gso 1 "$@")" = 0 ]; then
+		for ns in "${senders[@]}"; do
+			for dev in $(_bench_devs "$ns"); do
+				ip netns exec "$ns" ethtool -K "$dev" tso off gso off >/dev/null
 			done
 		done
 	fi
@@ -97,7 +124,10 @@ bench_scenario() {
 		done
 		ccopt=()
 	fi
-	local pids=() srv=()
+	# The pacing cap is the sender's alone (SO_MAX_PACING_RATE).
+	local pids=() srv=() sendopt=("${ccopt[@]}") maxrate
+	maxrate=$(_bench_kv maxrate_mbit "" "$@")
+	[ -z "$maxrate" ] || sendopt+=(--maxrate "$(echo "$maxrate / ${#senders[@]}" | bc -l)")
 	for i in "${!senders[@]}"; do
 		timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once "${ccopt[@]}" \
 			>"$out.srv$i.json" &
@@ -112,9 +142,12 @@ bench_scenario() {
 	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
 	local sampler=$!
 	sleep 0.3
+	# CLOCK_MONOTONIC, the emulator's clock (bpf_ktime_get_ns)
+	local t_start
+	t_start=$("$BENCH_PY" -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
 	for i in "${!senders[@]}"; do
 		timeout $((secs + 30)) ip netns exec "${senders[$i]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + i)) \
-			"$secs" "${ccopt[@]}" >"$out.flow$i.json" &
+			"$secs" "${sendopt[@]}" >"$out.flow$i.json" &
 		pids+=($!)
 	done
 	local inject
@@ -153,9 +186,9 @@ bench_scenario() {
 	fi
 
 	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
-		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" <<'EOF'
+		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" "$t_start" <<'EOF'
 import json, subprocess, sys
-out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw = sys.argv[1:]
+out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw, t_start = sys.argv[1:]
 rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
 flows = []
 for i in range(nsnd):
@@ -173,7 +206,8 @@ try:
 except Exception:
     util = None
 b, a = json.loads(before), json.loads(after)
-late_after = port.get("first_ns", 0) + 10 * rtt * 1000
+start_ns = max(port.get("first_ns", 0), int(t_start))
+late_after = start_ns + 10 * rtt * 1000
 r = {
     "algo": algo, "flows": int(n), "topo": topo, "rate_mbit": rate, "rtt_us": rtt,
     "bdp_bytes": bdp, "secs": secs,
@@ -183,7 +217,7 @@ r = {
     "q_p50_bytes": port["qlen_p50_bytes"], "q_p99_bytes": port["qlen_p99_bytes"],
     "q_max_bytes": port["qlen_max_bytes"], "q_mean_bytes": port["qlen_mean_bytes"],
     "drops": port["drops"],
-    "last_drop_after_start_ms": round((port["last_drop_ns"] - port["first_ns"]) / 1e6, 2) if port["drops"] else None,
+    "last_drop_after_start_ms": round((port["last_drop_ns"] - start_ns) / 1e6, 2) if port["drops"] else None,
     "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
     "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
     "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},

@@ -7,7 +7,11 @@
         --cc sets the listener's (and so the connections') algorithm, which
         dctcp needs at both ends to negotiate ECN
   hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
-        send for SECONDS, close gracefully, print {"bytes","secs","mbps"}
+                [--maxrate MBIT]
+        send for SECONDS, close gracefully, print {"bytes","secs","mbps"};
+        --maxrate caps the socket's pacing rate (SO_MAX_PACING_RATE): an
+        open-loop sender at a fixed rate, the reference for what the host
+        stack itself does to the queue
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket):
           wrong_nonce   well-formed response, random nonce
@@ -28,6 +32,7 @@ import sys
 import time
 
 TCP_CONGESTION = 13
+SO_MAX_PACING_RATE = 47
 MAGIC, VERSION, T_RESPONSE = 0x48504343, 1, 2
 INT_HDR, HOP, MAX_HOPS = 4, 8, 8
 PAYLOAD = 16 + INT_HDR + HOP * MAX_HOPS
@@ -62,6 +67,10 @@ def send(argv):
     s = socket.socket()
     if "--cc" in opts:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
+    if "--maxrate" in opts:
+        # bytes per second; the kernel takes an unsigned long
+        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                     struct.pack("=Q", int(float(opts["--maxrate"]) * 1e6 / 8)))
     if "--sport" in opts:
         s.bind((opts.get("--bind", "0.0.0.0"), int(opts["--sport"])))
     s.connect((dst, port))
