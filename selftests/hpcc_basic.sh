@@ -101,27 +101,32 @@ ktap_check "setsockopt_selects_hpcc" t_setsockopt
 
 # 6-8. A bulk flow through the shaped bottleneck.
 topo_shape "$RATE_MBIT" "$DELAY_US" "$BUF"
-ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5201 --logfile "$RESULTS/iperf3-server.log"
-sleep 0.5
-SS_LOG=$RESULTS/hpcc_basic.ss.log
-TC_LOG=$RESULTS/hpcc_basic.tc.log
-: >"$SS_LOG"
-: >"$TC_LOG"
-# Samples the sender's sockets and the bottleneck's byte counter (L2 bytes
-# the tbf has sent: the link's true load) every 200 ms.
-(
-	end=$((SECONDS + DURATION + 3))
-	while [ $SECONDS -lt $end ]; do
-		ip netns exec "$NS_SND" ss -tin dst 10.0.2.1 >>"$SS_LOG" 2>/dev/null
-		echo "T $(date +%s%N) $(ip netns exec "$NS_SW" tc -s qdisc show dev sw-rcv | awk '/Sent/ { print $2; exit }')" >>"$TC_LOG"
-		sleep 0.2
-	done
-) &
-sampler=$!
-ip netns exec "$NS_SND" iperf3 -c 10.0.2.1 -p 5201 -t "$DURATION" -O 2 -C hpcc -J \
-	>"$RESULTS/hpcc_basic.iperf3.json" 2>&1
-iperf_rc=$?
-wait $sampler
+# The flow, as a function: the utilization check runs it once more if it
+# fails on a host that still carries B (lib.sh ktap_perf_check).
+fallback_flow() {
+	ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5201 --logfile "$RESULTS/iperf3-server.log"
+	sleep 0.5
+	SS_LOG=$RESULTS/hpcc_basic.ss.log
+	TC_LOG=$RESULTS/hpcc_basic.tc.log
+	: >"$SS_LOG"
+	: >"$TC_LOG"
+	# Samples the sender's sockets and the bottleneck's byte counter (L2 bytes
+	# the tbf has sent: the link's true load) every 200 ms.
+	(
+		end=$((SECONDS + DURATION + 3))
+		while [ $SECONDS -lt $end ]; do
+			ip netns exec "$NS_SND" ss -tin dst 10.0.2.1 >>"$SS_LOG" 2>/dev/null
+			echo "T $(date +%s%N) $(ip netns exec "$NS_SW" tc -s qdisc show dev sw-rcv | awk '/Sent/ { print $2; exit }')" >>"$TC_LOG"
+			sleep 0.2
+		done
+	) &
+	sampler=$!
+	ip netns exec "$NS_SND" iperf3 -c 10.0.2.1 -p 5201 -t "$DURATION" -O 2 -C hpcc -J \
+		>"$RESULTS/hpcc_basic.iperf3.json" 2>&1
+	iperf_rc=$?
+	wait $sampler
+}
+fallback_flow
 
 t_transfer() {
 	[ $iperf_rc -eq 0 ] || { head -c 2000 "$RESULTS/hpcc_basic.iperf3.json"; return 1; }
@@ -137,7 +142,8 @@ ktap_check "ss_ti_shows_hpcc" t_ss_shows_hpcc
 # Utilization of B: bytes the bottleneck sent (L2, as tbf counts them) over
 # the measured part of the flow, i.e. after iperf3's 2 s omit and before its
 # end. TCP goodput (iperf3, payload only) is reported beside it.
-read -r UTIL_PCT GOODPUT_PCT MAX_CWND MEAN_CWND < <(python3 - "$RESULTS/hpcc_basic.iperf3.json" "$SS_LOG" "$RATE_MBIT" "$TC_LOG" "$DURATION" <<'EOF'
+fallback_measure() { # sets UTIL_PCT GOODPUT_PCT MAX_CWND MEAN_CWND CWND_BOUND
+	read -r UTIL_PCT GOODPUT_PCT MAX_CWND MEAN_CWND < <(python3 - "$RESULTS/hpcc_basic.iperf3.json" "$SS_LOG" "$RATE_MBIT" "$TC_LOG" "$DURATION" <<'EOF'
 import json, re, sys
 j = json.load(open(sys.argv[1]))
 rate = float(sys.argv[3]) * 1e6
@@ -153,17 +159,20 @@ if pts:
         util = 100.0 * (win[-1][1] - win[0][1]) * 8 / (win[-1][0] - win[0][0]) / rate
 print(f"{util:.1f}", f"{goodput:.1f}", max(cw) if cw else -1, f"{sum(cw)/len(cw):.1f}" if cw else -1)
 EOF
-)
-MSS=1448
-CWND_BOUND=$(((BDP + BUF) * 2 / MSS + 10))
-ktap_info "fallback: link utilization ${UTIL_PCT}% of ${RATE_MBIT} Mbit/s (TCP goodput ${GOODPUT_PCT}%), cwnd mean ${MEAN_CWND} max ${MAX_CWND} segs (bound ${CWND_BOUND})"
-echo "rate_mbit=$RATE_MBIT util_pct=$UTIL_PCT goodput_pct=$GOODPUT_PCT cwnd_mean=$MEAN_CWND cwnd_max=$MAX_CWND cwnd_bound=$CWND_BOUND" \
-	>"$RESULTS/hpcc_basic.fallback.txt"
+	)
+	MSS=1448
+	CWND_BOUND=$(((BDP + BUF) * 2 / MSS + 10))
+	ktap_info "fallback: link utilization ${UTIL_PCT}% of ${RATE_MBIT} Mbit/s (TCP goodput ${GOODPUT_PCT}%), cwnd mean ${MEAN_CWND} max ${MAX_CWND} segs (bound ${CWND_BOUND})"
+	echo "rate_mbit=$RATE_MBIT util_pct=$UTIL_PCT goodput_pct=$GOODPUT_PCT cwnd_mean=$MEAN_CWND cwnd_max=$MAX_CWND cwnd_bound=$CWND_BOUND" \
+		>"$RESULTS/hpcc_basic.fallback.txt"
+}
+fallback_measure
 
+fallback_rerun() { fallback_flow; fallback_measure; }
 t_util() {
 	python3 -c "import sys; sys.exit(0 if float('$UTIL_PCT') >= $MIN_UTIL_PCT else 1)"
 }
-ktap_perf_check "fallback_utilization_at_least_${MIN_UTIL_PCT}pct" t_util
+ktap_perf_check "fallback_utilization_at_least_${MIN_UTIL_PCT}pct" t_util fallback_rerun
 
 t_bounded() {
 	[ "$MAX_CWND" -gt 0 ] && [ "$MAX_CWND" -le "$CWND_BOUND" ]

@@ -20,6 +20,7 @@ ktap_header() { # ktap_header <number of tests>
 }
 
 ktap_info() { printf '# %s\n' "$*"; }
+ktap_info_lines() { local l; while IFS= read -r l; do [ -n "$l" ] && ktap_info "$l"; done; } # stdin
 
 ktap_pass() {
 	_ktap_n=$((_ktap_n + 1)); _ktap_pass=$((_ktap_pass + 1))
@@ -53,16 +54,26 @@ ktap_check() {
 #
 # Throughput assertions (utilization of B, throughput kept under load) only
 # mean something if the VM itself is not the bottleneck. Under TCG that
-# depends on the host: the same tests that pass on one machine leave Linux's
-# own cubic at 64-78% of a 100 Mbit/s bottleneck on another. perf_gate
-# measures it once per boot, independently of tcp_hpcc and of the eBPF
-# switch: Linux cubic (iperf3, 4 s) through a 100 Mbit/s tbf bottleneck with
-# a 2 BDP drop-tail buffer and a 2 ms base RTT must reach 88 Mbit/s of
-# goodput (91% of the 96.5 Mbit/s a 1448-byte MSS allows). A VM that is
-# marginal here is marginal in every throughput check, so the bar is set
-# high rather than at the checks' own thresholds. If it is missed,
-# ktap_perf_check reports its checks as SKIP with the measured reason;
-# every other check still runs.
+# depends on the host, and on a shared host it changes within one run: one
+# CI boot measured Linux cubic at 91 Mbit/s through the tbf reference and,
+# a minute later, the same cubic at 49% of B through the emulator, with
+# dctcp and the two-hop flow slowed down in the same minute.
+#
+# The reference: Linux cubic (iperf3, 4 s) through a 100 Mbit/s tbf
+# bottleneck with a 2 BDP drop-tail buffer and a 2 ms base RTT must reach
+# 88 Mbit/s of goodput (91% of the 96.5 Mbit/s a 1448-byte MSS allows). It
+# is independent of tcp_hpcc and of the eBPF switch, and runs in namespaces
+# of its own (hpcc-ref-*), so it can be taken beside any test topology.
+#
+# ktap_perf_check uses it the way the kernel's net selftests treat
+# KSFT_MACHINE_SLOW, but measured instead of declared:
+#   - measured once per boot before the first check (perf_gate): if the VM
+#     cannot carry B, the throughput checks are SKIPs with the number;
+#   - measured again right after a throughput check fails: if the host has
+#     slowed down since, the check is a SKIP with both numbers; if not, the
+#     scenario is run once more (when the check names how), and a second
+#     failure on a host that still carries B is a FAIL.
+# Every other check runs everywhere.
 
 PERF_GATE_FILE=${PERF_GATE_FILE:-/tmp/hpcc-perf-gate.$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)}
 PERF_GATE_MIN_MBPS=${PERF_GATE_MIN_MBPS:-88}
@@ -70,10 +81,10 @@ PERF_GATE_MIN_MBPS=${PERF_GATE_MIN_MBPS:-88}
 perf_gate() { # prints "" if the VM can carry B, else the reason; cached per boot
 	if [ ! -f "$PERF_GATE_FILE" ]; then
 		local mbps
-		mbps=$(_perf_gate_measure 2>/dev/null)
+		mbps=$(perf_reference_mbps)
 		if [ -z "$mbps" ]; then
 			echo "perf gate: reference flow did not run" >"$PERF_GATE_FILE"
-		elif python3 -c "import sys; sys.exit(0 if float('$mbps') >= $PERF_GATE_MIN_MBPS else 1)"; then
+		elif perf_mbps_ok "$mbps"; then
 			echo "" >"$PERF_GATE_FILE"
 		else
 			echo "VM too slow for throughput checks: Linux cubic reaches $mbps Mbit/s through a 100 Mbit/s tbf bottleneck (< $PERF_GATE_MIN_MBPS)" >"$PERF_GATE_FILE"
@@ -83,26 +94,63 @@ perf_gate() { # prints "" if the VM can carry B, else the reason; cached per boo
 	cat "$PERF_GATE_FILE"
 }
 
-_perf_gate_measure() {
-	topo_line || return 1
-	topo_shape 100 1000 50000 || return 1
-	ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5299 || return 1
-	sleep 1
-	ip netns exec "$NS_SND" iperf3 -c 10.0.2.1 -p 5299 -t 4 -O 1 -C cubic -J |
-		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))'
-	topo_cleanup
+perf_mbps_ok() { # perf_mbps_ok MBPS: does the reference reach the bar?
+	[ -n "$1" ] && python3 -c "import sys; sys.exit(0 if float('$1') >= $PERF_GATE_MIN_MBPS else 1)"
 }
 
-# ktap_perf_check <name> <command...>: ktap_check, or SKIP when perf_gate
-# says the VM cannot carry the bottleneck's rate.
+perf_reference_mbps() { # Mbit/s of the reference flow, now; "" if it did not run
+	(
+		NS_SND=hpcc-ref-snd NS_SW=hpcc-ref-sw NS_RCV=hpcc-ref-rcv
+		trap 'ip netns pids "$NS_RCV" 2>/dev/null | xargs -r kill 2>/dev/null; topo_cleanup' EXIT
+		topo_line && topo_shape 100 1000 50000 || exit 1
+		ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5299 || exit 1
+		local i
+		for i in $(seq 20); do	# until the server listens
+			ip netns exec "$NS_RCV" ss -Hltn 'sport = :5299' | grep -q . && break
+			sleep 0.1
+		done
+		ip netns exec "$NS_SND" timeout 20 iperf3 -c 10.0.2.1 -p 5299 -t 4 -O 1 -C cubic -J |
+			python3 -c 'import json, sys; print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))'
+	) 2>/dev/null
+}
+
+# _ktap_out RC OUTPUT: what a check printed goes to the log as diagnostics,
+# by default only when it failed (a test may redefine this).
+_ktap_out() {
+	[ "$1" -eq 0 ] || ktap_info_lines <<<"$2"
+}
+
+# ktap_perf_check NAME CHECK [RERUN]: a throughput check. CHECK asserts
+# (exit status); RERUN, if given, runs the scenario CHECK looks at once
+# more, in this shell so that it can set the variables CHECK reads (":"
+# when CHECK runs its own scenario). See the section comment above.
 ktap_perf_check() {
-	local why
+	local name=$1 check=$2 rerun=${3:-} why out rc now try
 	why=$(perf_gate)
 	if [ -n "$why" ]; then
-		ktap_skip "$1" "$why"
-	else
-		ktap_check "$@"
+		ktap_skip "$name" "$why"
+		return
 	fi
+	for try in 1 2; do
+		out=$("$check" 2>&1)
+		rc=$?
+		_ktap_out $rc "$out"
+		if [ $rc -eq 0 ]; then
+			[ "$try" -eq 1 ] || ktap_info "$name: passed on the second run"
+			ktap_pass "$name"
+			return
+		fi
+		now=$(perf_reference_mbps)
+		if ! perf_mbps_ok "$now"; then
+			ktap_skip "$name" "host slowed down during the check: Linux cubic reference ${now:-did not run} Mbit/s now, $(cat "$PERF_GATE_FILE.mbps") at the start (bar $PERF_GATE_MIN_MBPS)"
+			return
+		fi
+		[ -n "$rerun" ] && [ "$try" -eq 1 ] || break
+		ktap_info "$name: failed with the reference at $now Mbit/s; running the scenario once more"
+		"$rerun" >"$PERF_GATE_FILE.rerun" 2>&1
+		ktap_info_lines <"$PERF_GATE_FILE.rerun"
+	done
+	ktap_fail "$name" "reference cubic $now Mbit/s: the host carries B"
 }
 
 ktap_finish() {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Every test of tcp_hpcc, host and VM, from a fresh machine:
-#   1. host set-up (idempotent), 2. cargo tests of the no_std core and tools,
+#   1. host set-up (idempotent), 2. cargo tests of the no_std core and tools
+#   and a host test of the selftest library,
 #   3. kernel (cached) and a warning-free module build, 4. the kselftests in
 #   the VM. Ends with one line "N passed, N failed, N skipped".
 set -uo pipefail
@@ -37,6 +38,12 @@ read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) 
 passed=$((passed + cp))
 failed=$((failed + cf))
 if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
+
+step "host test of the selftest library (selftests/lib_test.sh)"
+bash "$root/selftests/lib_test.sh" | tee "$results/lib_test.ktap"
+passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/lib_test.ktap")))
+failed=$((failed + $(grep -c '^not ok ' "$results/lib_test.ktap")))
+grep -q '^# totals:' "$results/lib_test.ktap" || verdict lib-test-complete 1
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
