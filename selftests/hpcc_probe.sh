@@ -125,24 +125,36 @@ topo_line && topo_shape "$RATE_MBIT" "$DELAY_US" $((RATE_MBIT * 1000000 / 8 * 2 
 	{ ktap_fail "shaped_topology"; ktap_finish; }
 echo 4 >"$P/max_hops"
 
-flow_mbps() { # flow_mbps SECONDS SPORT [inject] -> Mbit/s of one hpcc flow
+# The baseline for "throughput intact" carries the same injector: on a
+# 2-vCPU TCG VM the python injector's own CPU time slows a 5 s flow down
+# (one CI host: 92.1 Mbit/s without it, 80.7 with it). In the baseline
+# ("decoy") the injector sends the same packets to a dummy device in the
+# receiver's netns, so they cost the same and never reach the sender; the
+# check then measures what the forgeries themselves do to the flow.
+ip -n "$NS_RCV" link add hpcc-decoy type dummy && ip -n "$NS_RCV" link set hpcc-decoy up &&
+	ip -n "$NS_RCV" addr add 192.0.2.1/24 dev hpcc-decoy ||
+	{ ktap_fail "decoy_device"; ktap_finish; }
+
+flow_mbps() { # flow_mbps SECONDS SPORT [inject|decoy] -> Mbit/s of one hpcc flow
 	timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >/dev/null &
 	local srv=$!
 	sleep 0.5
 	timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 "$1" --cc hpcc --sport "$2" \
 		>"$RESULTS/hpcc_probe.flow.json" &
 	local snd=$!
-	if [ "${3:-}" = inject ]; then
+	if [ -n "${3:-}" ]; then
+		local dst=10.0.1.1
+		[ "$3" = decoy ] && dst=192.0.2.2
 		sleep 1
 		ip netns exec "$NS_RCV" python3 "$FLOW" inject all "$N_FORGED" \
-			--src 10.0.2.1 --dst 10.0.1.1 --sport 5201 --dport "$2" >/dev/null
+			--src 10.0.2.1 --dst $dst --sport 5201 --dport "$2" >/dev/null
 	fi
 	wait $snd
 	wait $srv
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mbps"])' "$RESULTS/hpcc_probe.flow.json"
 }
 
-CLEAN=$(flow_mbps 5 40000)
+CLEAN=$(flow_mbps 5 40000 decoy)
 sleep 0.5
 declare -A b2
 KINDS="responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow responses_accepted"
@@ -150,7 +162,7 @@ for k in $KINDS; do b2[$k]=$(stat $k); done
 FORGED=$(flow_mbps 5 40001 inject)
 declare -A d2
 for k in $KINDS; do d2[$k]=$(($(stat $k) - ${b2[$k]})); done
-ktap_info "throughput without forgeries ${CLEAN} Mbit/s, with $((6 * N_FORGED)) forgeries ${FORGED} Mbit/s"
+ktap_info "throughput with $((6 * N_FORGED)) packets injected: to a dummy device ${CLEAN} Mbit/s, as forgeries toward the flow ${FORGED} Mbit/s"
 ktap_info "counted: bad_nonce ${d2[responses_bad_nonce]} truncated ${d2[malformed_truncated]} too_many_hops ${d2[responses_too_many_hops]} random(bad magic) ${d2[malformed_magic]} no_flow ${d2[responses_no_flow]}; genuine accepted ${d2[responses_accepted]}"
 echo "clean_mbps=$CLEAN forged_mbps=$FORGED $(for k in $KINDS; do printf '%s=%s ' "$k" "${d2[$k]}"; done)" \
 	>"$RESULTS/hpcc_probe.forged.txt"
@@ -170,9 +182,15 @@ t_genuine_still_accepted() {
 ktap_check "genuine_responses_still_accepted" t_genuine_still_accepted
 
 t_throughput_intact() {
+	echo "injector to a dummy device $CLEAN Mbit/s, forgeries to the flow $FORGED (needs >= 0.8 B and >= 0.9 of the former)"
 	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.8 * $RATE_MBIT and f >= 0.9 * c else 1)"
 }
-ktap_perf_check "throughput_intact_under_forgeries" t_throughput_intact
+forged_rerun() { # the same pair of flows once more, on fresh ports
+	CLEAN=$(flow_mbps 5 40002 decoy)
+	sleep 0.5
+	FORGED=$(flow_mbps 5 40003 inject)
+}
+ktap_perf_check "throughput_intact_under_forgeries" t_throughput_intact forged_rerun
 
 t_no_oops() {
 	! dmesg | grep -qE 'BUG:|WARNING:|Oops|general protection'
