@@ -25,9 +25,10 @@ the same data with field names), and crafts and captures HPCC++ probes.
   intsw.py wait-busy DIR TIMEOUT [MIN_BACKLOG]
                                         waits until the port queues >= MIN_BACKLOG
                                         bytes (default 1500); exit 1 on timeout
-  intsw.py util FILE RATE_BPS SKIP_S TAIL_S
+  intsw.py util FILE RATE_BPS SKIP_S TAIL_S [FROM_NS]
                                         utilization and peak rate from a sample
-                                        log (JSON)
+                                        log (JSON), not before FROM_NS
+                                        (CLOCK_MONOTONIC)
 
 Layouts: selftests/int_switch.h (keep in sync).
 """
@@ -279,10 +280,11 @@ def sample(port, ns, dev, interval, duration):
         time.sleep(interval)
 
 
-def util(path, rate_bps, skip_s, tail_s):
+def util(path, rate_bps, skip_s, tail_s, from_ns=0):
     """Utilization of a sample log over the active period (from the first to
     the last sample in which the port sent anything) minus skip_s at its
-    start and tail_s at its end: from the emulator's departures
+    start and tail_s at its end, and not before from_ns (CLOCK_MONOTONIC):
+    from the emulator's departures
     (tx_bytes - backlog) and from fq's sent bytes (real departures); and
     fq's peak rate over any two consecutive sampling intervals."""
     rows = [list(map(int, l.split())) for l in open(path) if l.strip()]
@@ -292,7 +294,7 @@ def util(path, rate_bps, skip_s, tail_s):
     if not act:
         return None
     t_a, t_b = rows[act[0] - 1][0], rows[act[-1]][0]
-    w = [r for r in rows if t_a + skip_s * 1e9 <= r[0] <= t_b - tail_s * 1e9]
+    w = [r for r in rows if max(t_a + skip_s * 1e9, from_ns) <= r[0] <= t_b - tail_s * 1e9]
     if len(w) < 3:
         return None
     dt = (w[-1][0] - w[0][0]) / 1e9
@@ -471,7 +473,8 @@ def main():
         return wait_busy(Port(args[0]), float(args[1]), int(args[2]) if args[2:] else 1500)
     elif cmd == "util":
         import json
-        r = util(args[0], int(args[1]), float(args[2]), float(args[3]))
+        r = util(args[0], int(args[1]), float(args[2]), float(args[3]),
+                 int(args[4]) if len(args) > 4 else 0)
         print(json.dumps(r))
         return 0 if r else 1
     elif cmd == "probe":
