@@ -181,9 +181,13 @@ t_genuine_still_accepted() {
 }
 ktap_check "genuine_responses_still_accepted" t_genuine_still_accepted
 
+# Intact: within 15% of the baseline and at least 70% of B. Forgeries that
+# reached the law would cut W to its minimum (a few % of B) or inflate it
+# into losses; 5 s hpcc flows of one configuration vary by about +-10% on
+# a shared TCG host (72-88 Mbit/s measured in one boot).
 t_throughput_intact() {
-	echo "injector to a dummy device $CLEAN Mbit/s, forgeries to the flow $FORGED (needs >= 0.8 B and >= 0.9 of the former)"
-	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.8 * $RATE_MBIT and f >= 0.9 * c else 1)"
+	echo "injector to a dummy device $CLEAN Mbit/s, forgeries to the flow $FORGED (needs >= 0.7 B and >= 0.85 of the former)"
+	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.7 * $RATE_MBIT and f >= 0.85 * c else 1)"
 }
 forged_rerun() { # the same pair of flows once more, on fresh ports
 	CLEAN=$(flow_mbps 5 40002 decoy)
