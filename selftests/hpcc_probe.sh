@@ -154,14 +154,20 @@ flow_mbps() { # flow_mbps SECONDS SPORT [inject|decoy] -> Mbit/s of one hpcc flo
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mbps"])' "$RESULTS/hpcc_probe.flow.json"
 }
 
-CLEAN=$(flow_mbps 5 40000 decoy)
-sleep 0.5
-declare -A b2
+# forged_pair SPORT: the decoy baseline (CLEAN) on SPORT, then the flow
+# under forgeries (FORGED) on SPORT + 1, with the counters' deltas over the
+# latter in d2.
 KINDS="responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow responses_accepted"
-for k in $KINDS; do b2[$k]=$(stat $k); done
-FORGED=$(flow_mbps 5 40001 inject)
-declare -A d2
-for k in $KINDS; do d2[$k]=$(($(stat $k) - ${b2[$k]})); done
+declare -A b2 d2
+forged_pair() {
+	local k
+	CLEAN=$(flow_mbps 5 "$1" decoy)
+	sleep 0.5
+	for k in $KINDS; do b2[$k]=$(stat $k); done
+	FORGED=$(flow_mbps 5 $(($1 + 1)) inject)
+	for k in $KINDS; do d2[$k]=$(($(stat $k) - ${b2[$k]})); done
+}
+forged_pair 40000
 ktap_info "throughput with $((6 * N_FORGED)) packets injected: to a dummy device ${CLEAN} Mbit/s, as forgeries toward the flow ${FORGED} Mbit/s"
 ktap_info "counted: bad_nonce ${d2[responses_bad_nonce]} truncated ${d2[malformed_truncated]} too_many_hops ${d2[responses_too_many_hops]} random(bad magic) ${d2[malformed_magic]} no_flow ${d2[responses_no_flow]}; genuine accepted ${d2[responses_accepted]}"
 echo "clean_mbps=$CLEAN forged_mbps=$FORGED $(for k in $KINDS; do printf '%s=%s ' "$k" "${d2[$k]}"; done)" \
@@ -189,11 +195,7 @@ t_throughput_intact() {
 	echo "injector to a dummy device $CLEAN Mbit/s, forgeries to the flow $FORGED (needs >= 0.7 B and >= 0.85 of the former)"
 	python3 -c "import sys; c, f = float('$CLEAN'), float('$FORGED'); sys.exit(0 if f >= 0.7 * $RATE_MBIT and f >= 0.85 * c else 1)"
 }
-forged_rerun() { # the same pair of flows once more, on fresh ports
-	CLEAN=$(flow_mbps 5 40002 decoy)
-	sleep 0.5
-	FORGED=$(flow_mbps 5 40003 inject)
-}
+forged_rerun() { forged_pair 40002; } # fresh ports
 ktap_perf_check "throughput_intact_under_forgeries" t_throughput_intact forged_rerun
 
 t_no_oops() {

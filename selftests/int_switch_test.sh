@@ -40,11 +40,11 @@ T_START=$SECONDS
 # (the per-probe dumps only on failure): ktap_check_v, and ktap_perf_check
 # through lib.sh's _ktap_out.
 _ktap_out() {
-	local l
-	while IFS= read -r l; do
-		[ "$1" -eq 0 ] && [[ $l == "probe nonce="* ]] && continue
-		[ -n "$l" ] && ktap_info "$l"
-	done <<<"$2"
+	if [ "$1" -eq 0 ]; then
+		grep -v '^probe nonce=' <<<"$2" | ktap_info_lines
+	else
+		ktap_info_lines <<<"$2"
+	fi
 }
 ktap_check_v() {
 	local name=$1 out rc

@@ -45,8 +45,19 @@ ktap_check() {
 	if out=$("$@" 2>&1); then
 		ktap_pass "$name"
 	else
-		while IFS= read -r l; do ktap_info "$l"; done <<<"$out"
+		ktap_info_lines <<<"$out"
 		ktap_fail "$name"
+	fi
+}
+
+# ktap_check_unless <reason> <name> <command...>: SKIP with the reason if it
+# is not empty, else ktap_check.
+ktap_check_unless() {
+	if [ -n "$1" ]; then
+		ktap_skip "$2" "$1"
+	else
+		shift
+		ktap_check "$@"
 	fi
 }
 
