@@ -82,6 +82,20 @@ struct {
 	__type(value, struct int_sw_hist);
 } hist SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, INT_SW_LOG_LEN);
+	__type(key, __u32);
+	__type(value, struct int_sw_log_rec);
+} plog SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} plogi SEC(".maps");
+
 /* Byte unit of txBytes and qlen for a speed code (include/hpcc_int.h). */
 static __always_inline int unit_shift(__u32 code)
 {
@@ -100,6 +114,7 @@ struct pkt_info {
 	__u32 segs;
 	__u16 word0;	/* version/IHL and TOS, network order */
 	__u16 int_word;	/* nHop:4 | pathID:12, host order */
+	__u16 sport;	/* TCP source port, host order */
 	__u8 tos;
 	__u8 is_ip;
 };
@@ -126,6 +141,9 @@ static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 	    (iph.frag_off & bpf_htons(0x3fff)))	/* MF or a fragment offset */
 		return;
 	l4 = ETH_HLEN + iph.ihl * 4;
+	if (bpf_skb_load_bytes(skb, l4, &w, sizeof(w)) < 0)
+		return;
+	pi->sport = bpf_ntohs(w);
 	if (bpf_skb_load_bytes(skb, l4 + 12, &doff_byte, 1) < 0)
 		return;
 	pay = l4 + (doff_byte >> 4) * 4;
@@ -149,6 +167,27 @@ static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 		return;
 	pi->int_word = bpf_ntohs(w);
 	pi->kind = PKT_PROBE;
+}
+
+static __always_inline void log_packet(__u64 now, __u64 backlog, __u16 sport, __u64 wire,
+				       int drop)
+{
+	struct int_sw_log_rec *r;
+	__u32 key = 0, slot;
+	__u64 *idx;
+
+	idx = bpf_map_lookup_elem(&plogi, &key);
+	if (!idx)
+		return;
+	slot = __sync_fetch_and_add(idx, 1) % INT_SW_LOG_LEN;
+	r = bpf_map_lookup_elem(&plog, &slot);
+	if (!r)
+		return;
+	r->t_ns = now;
+	r->backlog_flags = (backlog > 0x7fffffffULL ? 0x7fffffff : backlog) |
+			   (drop ? INT_SW_LOG_DROPPED : 0);
+	r->sport = sport;
+	r->wire = wire > 0xffff ? 0xffff : wire;
 }
 
 SEC("tc")
@@ -239,6 +278,8 @@ int int_switch_egress(struct __sk_buff *skb)
 	p->qlen_sum += segs * backlog + qstep * segs * (segs - 1) / 2;
 	p->qlen_samples += segs;
 	bpf_spin_unlock(&p->lock);
+
+	log_packet(now, backlog, pi.sport, wire, drop);
 
 	/* Queue occupancy seen by each arriving segment. */
 	for (i = 0; i < 64; i++) {

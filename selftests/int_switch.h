@@ -8,6 +8,8 @@
  *   cfg   ARRAY[1]   struct int_sw_cfg   written by the loader, read per packet
  *   port  ARRAY[1]   struct int_sw_port  virtual clock and counters
  *   hist  ARRAY[1]   struct int_sw_hist  queue occupancy histogram
+ *   plog  ARRAY[INT_SW_LOG_LEN] struct int_sw_log_rec  the last packets (ring)
+ *   plogi ARRAY[1]   __u64               packets logged so far (ring index)
  */
 #ifndef _HPCC_INT_SWITCH_H
 #define _HPCC_INT_SWITCH_H
@@ -57,6 +59,24 @@ struct int_sw_port {
  */
 struct int_sw_hist {
 	__u64 bucket[INT_SW_HIST_BUCKETS];
+};
+
+/*
+ * Packet log: every skb that reaches the port (dropped ones too), in a ring
+ * of INT_SW_LOG_LEN records; record i % INT_SW_LOG_LEN is the i-th packet,
+ * plogi holds how many were logged. For attributing queue build-ups to flows
+ * and instants (intsw.py log).
+ */
+#define INT_SW_LOG_LEN		65536
+
+#define INT_SW_LOG_DROPPED		0x80000000U	/* in backlog_flags */
+
+struct int_sw_log_rec {
+	__u64 t_ns;		/* arrival, bpf_ktime_get_ns */
+	__u32 backlog_flags;	/* bytes queued ahead of it (31 bits, saturated)
+				 * | INT_SW_LOG_DROPPED if drop-tail dropped it */
+	__u16 sport;		/* TCP source port (0: not IPv4/TCP) */
+	__u16 wire;		/* wire bytes, saturated at 0xffff */
 };
 
 #endif /* _HPCC_INT_SWITCH_H */

@@ -32,7 +32,7 @@ require_tools ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
 
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_header 15
+ktap_header 16
 trap 'intsw_cleanup; pkill -x iperf3 2>/dev/null' EXIT
 ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 T_START=$SECONDS
@@ -298,6 +298,34 @@ assert st["ce_marks"] == 0
 PYEOF
 }
 ktap_check_v "drop_tail_drops_counted" t_cubic_drops
+
+# The packet log (intsw.py log) of the same flow: one record per skb the
+# port saw, each obeying the drop-tail rule with the backlog it logged.
+t_packet_log() {
+	"$PY" "$here/intsw.py" log "$(intsw_dir $SW $PORT)" >"$RESULTS/int_switch.cubic.plog" || return 1
+	"$PY" - "$RESULTS/int_switch.cubic.plog" "$RESULTS/int_switch.cubic.stats" $BUF <<'PYEOF'
+import collections, sys
+LOG_LEN = 65536
+rows = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
+st = {k: float(v) for k, v in (l.strip().split("=", 1) for l in open(sys.argv[2]))}
+buf = int(sys.argv[3])
+seen = int(st["tx_packets"] + st["drops"])
+dropped = [r for r in rows if r[4]]
+print("logged", len(rows), "of", seen, "skbs;", len(dropped), "dropped of", int(st["drops"]))
+assert len(rows) == min(seen, LOG_LEN), "log length"
+if seen <= LOG_LEN:
+    assert len(dropped) == st["drops"], "dropped records"
+    assert rows[0][0] >= st["first_ns"] and rows[-1][0] <= st["last_ns"]
+    assert sum(r[3] for r in rows if not r[4]) == st["tx_bytes"], "accepted wire bytes"
+bad = [r for r in rows if (r[1] + r[3] > buf) != bool(r[4])]
+assert not bad, "drop-tail rule broken by %d records, e.g. %s" % (len(bad), bad[:3])
+flow = collections.Counter(r[2] for r in rows).most_common(1)[0]
+print("busiest source port", flow)
+assert flow[0] != 0 and flow[1] >= 0.9 * len(rows), "the flow's packets are not attributed to it"
+assert max(r[1] for r in rows) >= buf // 2
+PYEOF
+}
+ktap_check_v "packet_log_matches_counters_and_drop_tail" t_packet_log
 
 t_probe_loaded() {
 	check_probes cubic.loaded <<EOF

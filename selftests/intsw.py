@@ -25,6 +25,9 @@ the same data with field names), and crafts and captures HPCC++ probes.
   intsw.py wait-busy DIR TIMEOUT [MIN_BACKLOG]
                                         waits until the port queues >= MIN_BACKLOG
                                         bytes (default 1500); exit 1 on timeout
+  intsw.py log DIR                      the port's packet log, oldest first, one
+                                        line per packet: t_ns backlog sport wire
+                                        dropped(0/1)
   intsw.py util FILE RATE_BPS SKIP_S TAIL_S [FROM_NS]
                                         utilization and peak rate from a sample
                                         log (JSON), not before FROM_NS
@@ -53,6 +56,8 @@ PORT_FMT = "<II" + "Q" * len(PORT_FIELDS)   # bpf_spin_lock, pad, counters
 HIST_BUCKETS = 512
 HIST_FMT = "<%dQ" % HIST_BUCKETS
 HIST_BUCKET_DEFAULT = 512
+LOG_LEN = 65536
+LOG_FMT = "<QIHH"
 
 # ---- bpf(2) ------------------------------------------------------------------
 
@@ -98,6 +103,8 @@ class Port:
         self.cfg = Map(os.path.join(d, "cfg"), struct.calcsize(CFG_FMT))
         self.port = Map(os.path.join(d, "port"), struct.calcsize(PORT_FMT))
         self.hist = Map(os.path.join(d, "hist"), struct.calcsize(HIST_FMT))
+        self.plog = Map(os.path.join(d, "plog"), struct.calcsize(LOG_FMT))
+        self.plogi = Map(os.path.join(d, "plogi"), 8)
 
     def read_cfg(self):
         return dict(zip(CFG_FIELDS, struct.unpack(CFG_FMT, self.cfg.lookup(0))))
@@ -114,6 +121,16 @@ class Port:
     def reset(self):
         self.port.update(0, bytes(struct.calcsize(PORT_FMT)))
         self.hist.update(0, bytes(struct.calcsize(HIST_FMT)))
+        self.plogi.update(0, bytes(8))
+
+    def read_log(self):
+        """The logged packets, oldest first: (t_ns, backlog, sport, wire, dropped)."""
+        n = struct.unpack("<Q", self.plogi.lookup(0))[0]
+        out = []
+        for i in range(max(0, n - LOG_LEN), n):
+            t, bf, sport, wire = struct.unpack(LOG_FMT, self.plog.lookup(i % LOG_LEN))
+            out.append((t, bf & 0x7FFFFFFF, sport, wire, bf >> 31))
+        return out
 
 
 def unit_shift(code):
@@ -471,6 +488,8 @@ def main():
         sample(Port(args[0]), args[1], args[2], float(args[3]), float(args[4]))
     elif cmd == "wait-busy":
         return wait_busy(Port(args[0]), float(args[1]), int(args[2]) if args[2:] else 1500)
+    elif cmd == "log":
+        sys.stdout.write("".join("%d %d %d %d %d\n" % r for r in Port(args[0]).read_log()))
     elif cmd == "util":
         import json
         r = util(args[0], int(args[1]), float(args[2]), float(args[3]),
