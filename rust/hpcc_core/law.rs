@@ -10,7 +10,8 @@
 //! # The law, as implemented
 //!
 //! * **MeasureInflight.** For each hop, `txRate = Δtx/Δts` and
-//!   `u' = min(qlen, qlen_prev)/(B·T) + txRate/B`. The chosen hop is the
+//!   `u' = min(qlen, qlen_prev)/(B·T) + txRate/B` (with `qlen_min_filter`
+//!   off, the drafts' default on, the current `qlen` instead of the min). The chosen hop is the
 //!   first hop with the largest `u'` (so a path whose hops all report
 //!   `u' = 0` chooses hop 0 and `U` decays toward 0; the ns-3 reference
 //!   instead leaves `U` unchanged then). `tau = min(Δts, T)` of the chosen
@@ -270,7 +271,7 @@ impl Candidate {
 
 /// `u'` of one hop against its record, or why the event is stale.
 #[inline]
-fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleReason> {
+fn candidate(h: &HopSample, r: &HopRecord, t: u64, min_filter: bool) -> Result<Candidate, StaleReason> {
     let dts = h.ts_ns.wrapping_sub(r.ts_ns);
     if dts == 0 {
         return Err(StaleReason::ZeroDts);
@@ -279,7 +280,7 @@ fn candidate(h: &HopSample, r: &HopRecord, t: u64) -> Result<Candidate, StaleRea
     if dts > i64::MAX as u64 || dtx > i64::MAX as u64 {
         return Err(StaleReason::Backwards);
     }
-    let qmin = h.qlen_bytes.min(r.qlen_bytes);
+    let qmin = if min_filter { h.qlen_bytes.min(r.qlen_bytes) } else { h.qlen_bytes };
     // Keep Δts below 2^40 (18 minutes); the rate term keeps its ratio.
     let k = 24u32.saturating_sub(dts.leading_zeros());
     let (d_ts, d_tx) = (dts >> k, dtx >> k);
@@ -601,7 +602,7 @@ impl HpccFlow {
         // Hop index (≤ MAX_HOPS; wrapping_add keeps overflow checks out).
         let mut i: u8 = 0;
         for (h, r) in s.hops.iter().zip(self.rec.iter()) {
-            let c = match candidate(h, r, t) {
+            let c = match candidate(h, r, t, p.config().qlen_min_filter) {
                 Ok(c) => c,
                 Err(why) => return self.outcome(p, Event::Stale(why)),
             };

@@ -64,6 +64,12 @@ pub struct HpccConfig {
     /// Largest growth of `W` over `Wc` in one update, in percent of `Wc`:
     /// `0` (no bound, the drafts' law) or `101..=1000`.
     pub max_increase_pct: u32,
+    /// The queue term of `u'`: `true` uses `min(qlen, previous qlen)` of
+    /// the hop, the drafts' filter against noise in qlen; `false` uses the
+    /// current qlen. With per-packet INT the previous record is one packet
+    /// old; with one probe per RTT it is an RTT old, and the filter then
+    /// delays the reaction to a queue by an RTT.
+    pub qlen_min_filter: bool,
 }
 
 /// Largest accepted `path_cap_pct`.
@@ -127,6 +133,7 @@ impl HpccConfig {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        qlen_min_filter: true,
     };
 
     /// Checks every field and precomputes the fixed-point constants.

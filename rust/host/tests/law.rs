@@ -23,6 +23,7 @@ fn cfg() -> HpccConfig {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        qlen_min_filter: true,
     }
 }
 
@@ -559,4 +560,27 @@ fn max_increase_bounds_one_update_and_leaves_decreases_alone() {
     for bad in [100, 1001, 50] {
         assert_eq!(HpccConfig { max_increase_pct: bad, ..cfg() }.validate().unwrap_err(), ParamError::MaxIncrease);
     }
+}
+
+#[test]
+fn without_the_min_filter_the_queue_term_is_the_current_qlen() {
+    let p = params(HpccConfig { qlen_min_filter: false, ..cfg() });
+    let mut f = HpccFlow::new(&p);
+    let mut path = Path::new(1);
+    path.hops[0].qlen_bytes = BDP / 2;
+    f.on_sample(&p, &path.sample(0));
+    // 2 BDP of queue now: u' = 2 + 1, whatever the previous sample saw.
+    path.advance(0, T, 1_000_000, 2 * BDP);
+    f.on_sample(&p, &path.sample(2000));
+    assert_eq!(f.u_q40(), 3 * U_ONE);
+    assert_eq!(f.window_bytes(), (125_000.0 * 0.95 / 3.0) as u32 + 1_000);
+    // And a queue that drained since is forgotten at once: u' = 0 + 1.
+    path.advance(0, T, 1_000_000, 0);
+    let mut g = HpccFlow::new(&p);
+    let mut q = Path::new(1);
+    q.hops[0].qlen_bytes = 2 * BDP;
+    g.on_sample(&p, &q.sample(0));
+    q.advance(0, T, 1_000_000, 0);
+    g.on_sample(&p, &q.sample(2000));
+    assert_eq!(g.u_q40(), U_ONE);
 }

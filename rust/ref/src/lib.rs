@@ -41,6 +41,8 @@ pub struct RefParams {
     pub u_weight: f64,
     /// Largest W/Wc of one update (0: none).
     pub max_increase: f64,
+    /// The drafts' `min(qlen, previous qlen)` (true) or the current qlen.
+    pub qlen_min_filter: bool,
 }
 
 impl RefParams {
@@ -61,6 +63,7 @@ impl RefParams {
             path_cap: f64::from(c.path_cap_pct) / 100.0,
             u_weight: f64::from(c.u_weight_pct) / 100.0,
             max_increase: f64::from(c.max_increase_pct) / 100.0,
+            qlen_min_filter: c.qlen_min_filter,
         }
     }
 }
@@ -168,7 +171,7 @@ impl RefFlow {
             let b = h.rate_bps as f64; // bits/s
             let bt = b * p.t_ns / 8e9; // bytes
             let tx_rate = dtx as f64 / dts as f64 * 8e9; // bits/s
-            let qmin = h.qlen_bytes.min(r.qlen_bytes) as f64;
+            let qmin = if p.qlen_min_filter { h.qlen_bytes.min(r.qlen_bytes) } else { h.qlen_bytes } as f64;
             let u = qmin / bt + tx_rate / b;
             match best {
                 Some((bu, _)) if !(u > bu) => {}

@@ -39,6 +39,7 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
   --path-cap-pct N         bound W by N% of the path BDP min(B)*T, 0 = off (default 0)
   --u-weight-pct N         weight of a sample in U's EWMA, % of tau/T (default 100)
   --max-increase-pct N     largest W/Wc of one update in %, 0 = off (default 0)
+  --qlen-min-filter 0|1    queue term min(qlen, previous qlen) (1, default) or current qlen (0)
   --mode sender|receiver|probe
                            NewAck (sequence-driven), NewINT (time-driven) or
                            probe (sequence-driven on the measured interval)
@@ -117,6 +118,13 @@ fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
             "--path-cap-pct" => c.path_cap_pct = num32(flag)?,
             "--u-weight-pct" => c.u_weight_pct = num32(flag)?,
             "--max-increase-pct" => c.max_increase_pct = num32(flag)?,
+            "--qlen-min-filter" => {
+                c.qlen_min_filter = match value.as_str() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(format!("--qlen-min-filter {value:?}: expected 0 or 1")),
+                }
+            }
             "--mode" => {
                 c.mode = match value.as_str() {
                     "sender" => Mode::Sender,
@@ -295,9 +303,12 @@ mod tests {
                 path_cap_pct: 0,
                 u_weight_pct: 100,
                 max_increase_pct: 0,
+                qlen_min_filter: true,
             }
         );
         assert!(parse_args(&["--max-stage".into(), "-1".into()]).is_err());
+        assert_eq!(parse_args(&["--qlen-min-filter".into(), "0".into()]).map(|c| c.map(|c| c.qlen_min_filter)), Ok(Some(false)));
+        assert!(parse_args(&["--qlen-min-filter".into(), "2".into()]).is_err());
         assert!(parse_args(&["--bogus".into(), "1".into()]).is_err());
         assert!(parse_args(&["--eta".into()]).is_err());
         assert_eq!(parse_args(&["--help".into()]), Ok(None));

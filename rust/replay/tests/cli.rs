@@ -57,6 +57,7 @@ fn example_trace_replays_like_the_core_and_the_reference() {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        qlen_min_filter: true,
     }
     .validate()
     .unwrap();
