@@ -78,6 +78,8 @@ HPCC_PARAM(u_weight_pct,
 	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
 HPCC_PARAM(max_increase_pct,
 	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 150)");
+HPCC_PARAM(qlen_min_filter,
+	   "1: queue term min(qlen, previous qlen), the drafts' filter (with one probe per RTT it reacts an RTT late); 0: the current qlen (default 0)");
 HPCC_PARAM(pacing_shift,
 	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 11)");
 

@@ -86,6 +86,7 @@ knobs! {
     hpcc_param_probe_commit, "probe_commit", 1, probe_commit;
     hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
     hpcc_param_max_increase_pct, "max_increase_pct", 150, max_increase_pct;
+    hpcc_param_qlen_min_filter, "qlen_min_filter", 0, qlen_min_filter;
 }
 
 /// Why a knob set was refused.
@@ -99,7 +100,8 @@ pub(crate) enum KnobError {
     Dscp,
     /// `max_hops` is not in `1..=HPCC_INT_MAX_HOPS`.
     MaxHops,
-    /// `telemetry`, `pace_at_link_rate`, `window_validation` or `probe_commit` is not 0 or 1.
+    /// `telemetry`, `pace_at_link_rate`, `window_validation`, `probe_commit`
+    /// or `qlen_min_filter` is not 0 or 1.
     Telemetry,
     /// `pacing_shift` is not 0 or in 8..=16.
     PacingShift,
@@ -119,7 +121,9 @@ impl KnobError {
             Self::Hpcc(e) => e.describe(),
             Self::Dscp => "DSCPs must be 0..63 and differ",
             Self::MaxHops => "max_hops must be in 1..8",
-            Self::Telemetry => "telemetry, pace_at_link_rate, window_validation and probe_commit must be 0 or 1",
+            Self::Telemetry => {
+                "telemetry, pace_at_link_rate, window_validation, probe_commit and qlen_min_filter must be 0 or 1"
+            }
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
         }
@@ -160,6 +164,7 @@ impl Knobs {
             path_cap_pct: self.path_cap_pct,
             u_weight_pct: self.u_weight_pct,
             max_increase_pct: self.max_increase_pct,
+            qlen_min_filter: self.qlen_min_filter == 1,
         }
     }
 
@@ -183,7 +188,12 @@ impl Knobs {
         if self.max_hops == 0 || self.max_hops > wire::MAX_HOPS as u32 {
             return Err(KnobError::MaxHops);
         }
-        if self.telemetry > 1 || self.pace_at_link_rate > 1 || self.window_validation > 1 || self.probe_commit > 1 {
+        if self.telemetry > 1
+            || self.pace_at_link_rate > 1
+            || self.window_validation > 1
+            || self.probe_commit > 1
+            || self.qlen_min_filter > 1
+        {
             return Err(KnobError::Telemetry);
         }
         if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {

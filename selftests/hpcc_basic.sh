@@ -70,6 +70,13 @@ t_params() {
 	echo garbage >"$p/fallback_ai_segs" 2>/dev/null && { echo "non-number accepted"; return 1; }
 	echo 65535 >"$p/max_cwnd_segs" || return 1
 	[ "$(cat $p/init_window_bytes)" = 65536 ] || { echo "init_window_bytes changed"; return 1; }
+	# HPCC++ knobs: 0/1 switches and ranges are enforced, valid writes stick.
+	[ "$(cat $p/qlen_min_filter)" = 0 ] || { echo "qlen_min_filter default $(cat $p/qlen_min_filter)"; return 1; }
+	echo 2 >"$p/qlen_min_filter" 2>/dev/null && { echo "qlen_min_filter=2 accepted"; return 1; }
+	echo 2 >"$p/window_validation" 2>/dev/null && { echo "window_validation=2 accepted"; return 1; }
+	echo 100 >"$p/max_increase_pct" 2>/dev/null && { echo "max_increase_pct=100 accepted"; return 1; }
+	echo 1 >"$p/qlen_min_filter" && [ "$(cat $p/qlen_min_filter)" = 1 ] || { echo "qlen_min_filter=1 refused"; return 1; }
+	echo 0 >"$p/qlen_min_filter" || return 1
 	dmesg | grep -q 'tcp_hpcc: rejected' || { echo "no pr_warn for rejected value"; return 1; }
 }
 ktap_check "params_visible_and_validated" t_params
