@@ -6,6 +6,11 @@
 # bottleneck, 1 and 4 flows, in one VM boot. Writes bench.jsonl and
 # bench.csv to $HPCC_RESULTS and prints one table per scenario.
 #
+# The last three columns are the bottleneck's arrival rate in fractions of
+# B (intsw.py arrivals, from its packet log): p99 over 1 ms bins (mostly the
+# host's delivery jitter), p99 and max over 10 ms bins (several RTTs: the
+# congestion control's over-sending).
+#
 # Each table also has an open-loop reference row, "paced90": cubic capped
 # at 90% of B in total with SO_MAX_PACING_RATE, one packet per skb (TSO/GSO
 # off on the senders). It needs no feedback and sends no bursts, so its
@@ -48,10 +53,14 @@ python3 - "$JSON" "$RESULTS/bench.csv" <<'PY'
 import csv, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 cols = ["algo", "flows", "util", "goodput_mbps", "q_p50_bytes", "q_p99_bytes", "q_max_bytes",
-        "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "drops", "ce_marks", "jain"]
+        "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "drops", "ce_marks", "jain",
+        "arr_p99_1ms", "arr_p99_10ms", "arr_max_10ms"]
 for r in rows:
     for q in ("p50", "p99", "max"):
         r[f"q_{q}_bdp"] = round(r[f"q_{q}_bytes"] / r["bdp_bytes"], 3)
+    a = r.get("arrivals") or {}
+    for k in ("p99_1ms", "p99_10ms", "max_10ms"):
+        r[f"arr_{k}"] = a.get(k)
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=cols + ["rate_mbit", "rtt_us", "bdp_bytes", "secs"], extrasaction="ignore")
     w.writeheader()
@@ -60,12 +69,15 @@ for n in sorted({r["flows"] for r in rows}):
     sc = [r for r in rows if r["flows"] == n]
     r0 = sc[0]
     print(f'\n{n} flow(s), B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, BDP {r0["bdp_bytes"]} B, {r0["secs"]:.0f} s')
-    print(f'{"algo":7} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}')
+    print(f'{"algo":7} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}'
+          f' {"arr p99 1ms":>11} {"10ms":>5} {"max":>5}')
     ref = {r["algo"]: r for r in sc}
     for r in sc:
         q = lambda k: f'{r[f"q_{k}_bytes"]:>6.0f} B {r[f"q_{k}_bdp"]:>5.2f}'
         u = "n/a" if r["util"] is None else f'{100 * r["util"]:.1f}%'
-        print(f'{r["algo"]:7} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}')
+        arr = lambda k: "  n/a" if r[f"arr_{k}"] is None else f'{r[f"arr_{k}"]:>5.2f}'
+        print(f'{r["algo"]:7} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}'
+              f'       {arr("p99_1ms")} {arr("p99_10ms")} {arr("max_10ms")}')
     if "hpcc" in ref:
         h = ref["hpcc"]
         for a in ("dctcp", "cubic", "bbr", "paced90"):

@@ -27,8 +27,9 @@
 #       (drops later than 10 base RTTs after the flows were started; the
 #       port's first packet may be the topology's reachability check, much
 #       earlier), last_drop_after_start_ms (from the same instant), ce_marks,
-#       probes_stamped, hpcc (tcp_hpcc stats deltas), and for parallel the
-#       per-switch probe counts.
+#       probes_stamped, arrivals (intsw.py arrivals: the bottleneck's arrival
+#       rate per 1 ms and per 10 ms, fractions of B), hpcc (tcp_hpcc stats
+#       deltas), and for parallel the per-switch probe counts.
 
 BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
 BENCH_PY=${INTSW_PY:-python3}
@@ -181,6 +182,11 @@ bench_scenario() {
 	# After a route change the bottleneck is the new path's port.
 	bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
 	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
+	# Arrival rates at the bottleneck over the flows' steady part (from
+	# 0.5 s after the start to their planned end), from its packet log.
+	"$BENCH_PY" "$INTSW_DIR/intsw.py" arrivals "$(intsw_dir "$bns" "$bdev")" $((rate * 1000000)) \
+		$((t_start + 500000000)) $((t_start + ${secs%.*} * 1000000000)) >"$out.arrivals.json" 2>/dev/null ||
+		echo null >"$out.arrivals.json"
 	if [ "$topo" = parallel ]; then
 		intsw_stats hpcc-swa rcv --json >"$out.port-a.json"
 	fi
@@ -220,6 +226,7 @@ r = {
     "last_drop_after_start_ms": round((port["last_drop_ns"] - start_ns) / 1e6, 2) if port["drops"] else None,
     "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
     "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
+    "arrivals": json.load(open(f"{out}.arrivals.json")),
     "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
 }
 if topo == "parallel":

@@ -28,6 +28,15 @@ the same data with field names), and crafts and captures HPCC++ probes.
   intsw.py log DIR                      the port's packet log, oldest first, one
                                         line per packet: t_ns backlog sport wire
                                         dropped(0/1)
+  intsw.py arrivals DIR RATE_BPS [FROM_NS [UNTIL_NS]]
+                                        from the packet log: accepted wire bytes
+                                        arriving per 1 ms and per 10 ms bin, as
+                                        fractions of B (p50/p99/max, and the
+                                        share of empty 1 ms bins), JSON; the
+                                        1 ms figures are mostly the host's
+                                        jitter, the 10 ms ones the congestion
+                                        control's (several RTTs of over- or
+                                        under-sending)
   intsw.py util FILE RATE_BPS SKIP_S TAIL_S [FROM_NS]
                                         utilization and peak rate from a sample
                                         log (JSON), not before FROM_NS
@@ -131,6 +140,28 @@ class Port:
             t, bf, sport, wire = struct.unpack(LOG_FMT, self.plog.lookup(i % LOG_LEN))
             out.append((t, bf & 0x7FFFFFFF, sport, wire, bf >> 31))
         return out
+
+
+def arrivals(rows, rate_bps, from_ns=0, until_ns=None):
+    """Arrival-rate distribution of a packet log (Port.read_log rows)."""
+    rows = [r for r in rows if r[0] >= from_ns and (until_ns is None or r[0] < until_ns) and not r[4]]
+    if len(rows) < 2:
+        return None
+    out = {"packets": len(rows), "secs": round((rows[-1][0] - rows[0][0]) / 1e9, 3)}
+    for ms in (1, 10):
+        w = ms * 1000000
+        first, last = rows[0][0] // w, rows[-1][0] // w
+        bins = [0] * (last - first + 1)
+        for r in rows:
+            bins[r[0] // w - first] += r[3]
+        # The first and last bins are partial.
+        v = sorted(b * 8e9 / (rate_bps * w) for b in bins[1:-1]) or [0.0]
+        out[f"p50_{ms}ms"] = round(v[len(v) // 2], 3)
+        out[f"p99_{ms}ms"] = round(v[min(len(v) - 1, len(v) * 99 // 100)], 3)
+        out[f"max_{ms}ms"] = round(v[-1], 3)
+        if ms == 1:
+            out["empty_1ms_pct"] = round(100 * sum(1 for x in v if x == 0) / len(v), 1)
+    return out
 
 
 def unit_shift(code):
@@ -490,6 +521,11 @@ def main():
         return wait_busy(Port(args[0]), float(args[1]), int(args[2]) if args[2:] else 1500)
     elif cmd == "log":
         sys.stdout.write("".join("%d %d %d %d %d\n" % r for r in Port(args[0]).read_log()))
+    elif cmd == "arrivals":
+        import json
+        print(json.dumps(arrivals(Port(args[0]).read_log(), int(args[1]),
+                                  int(args[2]) if len(args) > 2 else 0,
+                                  int(args[3]) if len(args) > 3 else None)))
     elif cmd == "util":
         import json
         r = util(args[0], int(args[1]), float(args[2]), float(args[3]),
