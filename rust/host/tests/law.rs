@@ -165,16 +165,23 @@ fn full_utilization_gives_multiplicative_decrease_by_eta() {
     assert_eq!(o.pacing_rate, 119_750 * 100_000);
 }
 
+/// A flow after two samples one T apart on a fully used one-hop path whose
+/// queue was `q_prev`, then is `q_now` bytes.
+fn after_queues(p: &HpccParams, q_prev: u64, q_now: u64) -> HpccFlow {
+    let mut f = HpccFlow::new(p);
+    let mut path = Path::new(1);
+    path.hops[0].qlen_bytes = q_prev;
+    f.on_sample(p, &path.sample(0));
+    path.advance(0, T, 1_000_000, q_now);
+    f.on_sample(p, &path.sample(2000));
+    f
+}
+
 #[test]
 fn queue_term_uses_min_of_current_and_previous_qlen() {
     let p = params(cfg());
-    let mut f = HpccFlow::new(&p);
-    let mut path = Path::new(1);
-    path.hops[0].qlen_bytes = BDP / 2;
-    f.on_sample(&p, &path.sample(0));
     // Now 2 BDP of queue, but the previous sample saw 0.5 BDP: u' = 0.5 + 1.
-    path.advance(0, T, 1_000_000, 2 * BDP);
-    f.on_sample(&p, &path.sample(2000));
+    let f = after_queues(&p, BDP / 2, 2 * BDP);
     assert_eq!(f.u_q40(), U_ONE + U_ONE / 2);
     assert_eq!(f.window_bytes(), (125_000.0 * 0.95 / 1.5) as u32 + 1_000);
 }
@@ -565,22 +572,10 @@ fn max_increase_bounds_one_update_and_leaves_decreases_alone() {
 #[test]
 fn without_the_min_filter_the_queue_term_is_the_current_qlen() {
     let p = params(HpccConfig { qlen_min_filter: false, ..cfg() });
-    let mut f = HpccFlow::new(&p);
-    let mut path = Path::new(1);
-    path.hops[0].qlen_bytes = BDP / 2;
-    f.on_sample(&p, &path.sample(0));
     // 2 BDP of queue now: u' = 2 + 1, whatever the previous sample saw.
-    path.advance(0, T, 1_000_000, 2 * BDP);
-    f.on_sample(&p, &path.sample(2000));
+    let f = after_queues(&p, BDP / 2, 2 * BDP);
     assert_eq!(f.u_q40(), 3 * U_ONE);
     assert_eq!(f.window_bytes(), (125_000.0 * 0.95 / 3.0) as u32 + 1_000);
     // And a queue that drained since is forgotten at once: u' = 0 + 1.
-    path.advance(0, T, 1_000_000, 0);
-    let mut g = HpccFlow::new(&p);
-    let mut q = Path::new(1);
-    q.hops[0].qlen_bytes = 2 * BDP;
-    g.on_sample(&p, &q.sample(0));
-    q.advance(0, T, 1_000_000, 0);
-    g.on_sample(&p, &q.sample(2000));
-    assert_eq!(g.u_q40(), U_ONE);
+    assert_eq!(after_queues(&p, 2 * BDP, 0).u_q40(), U_ONE);
 }
