@@ -329,8 +329,13 @@ if seen <= intsw.LOG_LEN:
     # the clock: allow 1 ms at the edges.
     assert min(r[0] for r in rows) >= st["first_ns"] - 1000000
     assert max(r[0] for r in rows) <= st["last_ns"] + 1000000
-    assert sum(r[3] for r in rows if not r[4]) == st["tx_bytes"], "accepted wire bytes"
-bad = [r for r in rows if (r[1] + r[3] > buf) != bool(r[4])]
+    acc = sum(r[3] for r in rows if not r[4])
+    if any(r[3] == 0xFFFF for r in rows):  # a GSO skb above 64 KiB saturates
+        assert acc <= st["tx_bytes"], "accepted wire bytes"
+    else:
+        assert acc == st["tx_bytes"], "accepted wire bytes"
+# (a saturated wire length under-states a dropped skb: skip those)
+bad = [r for r in rows if (r[1] + r[3] > buf) != bool(r[4]) and not (r[4] and r[3] == 0xFFFF)]
 assert not bad, "drop-tail rule broken by %d records, e.g. %s" % (len(bad), bad[:3])
 flow = collections.Counter(r[2] for r in rows).most_common(1)[0]
 print("busiest source port", flow)
