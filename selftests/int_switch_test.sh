@@ -306,11 +306,10 @@ ktap_check_v "drop_tail_drops_counted" t_cubic_drops
 # control connection may still cross the port).
 t_packet_log() {
 	"$PY" - "$here" "$(intsw_dir $SW $PORT)" $BUF <<'PYEOF'
-import collections, sys
+import collections, sys, time
 sys.path.insert(0, sys.argv[1])
 import intsw
 port, buf = intsw.Port(sys.argv[2]), int(sys.argv[3])
-import time
 for _ in range(5):
     st = port.read_port()
     time.sleep(0.05)  # a packet counted in st has logged itself by now
@@ -330,12 +329,13 @@ if seen <= intsw.LOG_LEN:
     assert min(r[0] for r in rows) >= st["first_ns"] - 1000000
     assert max(r[0] for r in rows) <= st["last_ns"] + 1000000
     acc = sum(r[3] for r in rows if not r[4])
-    if any(r[3] == 0xFFFF for r in rows):  # a GSO skb above 64 KiB saturates
+    if any(r[3] == intsw.LOG_WIRE_MAX for r in rows):  # a GSO skb above 64 KiB saturates
         assert acc <= st["tx_bytes"], "accepted wire bytes"
     else:
         assert acc == st["tx_bytes"], "accepted wire bytes"
 # (a saturated wire length under-states a dropped skb: skip those)
-bad = [r for r in rows if (r[1] + r[3] > buf) != bool(r[4]) and not (r[4] and r[3] == 0xFFFF)]
+bad = [r for r in rows
+       if (r[1] + r[3] > buf) != bool(r[4]) and not (r[4] and r[3] == intsw.LOG_WIRE_MAX)]
 assert not bad, "drop-tail rule broken by %d records, e.g. %s" % (len(bad), bad[:3])
 flow = collections.Counter(r[2] for r in rows).most_common(1)[0]
 print("busiest source port", flow)

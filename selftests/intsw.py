@@ -66,7 +66,9 @@ HIST_BUCKETS = 512
 HIST_FMT = "<%dQ" % HIST_BUCKETS
 HIST_BUCKET_DEFAULT = 512
 LOG_LEN = 65536
-LOG_FMT = "<QIHH"
+LOG_FMT = "<QIHH"                    # t_ns, backlog_flags, sport, wire
+LOG_DROPPED = 0x80000000             # INT_SW_LOG_DROPPED in backlog_flags
+LOG_WIRE_MAX = 0xFFFF                # wire saturates here
 
 # ---- bpf(2) ------------------------------------------------------------------
 
@@ -138,7 +140,7 @@ class Port:
         out = []
         for i in range(max(0, n - LOG_LEN), n):
             t, bf, sport, wire = struct.unpack(LOG_FMT, self.plog.lookup(i % LOG_LEN))
-            out.append((t, bf & 0x7FFFFFFF, sport, wire, bf >> 31))
+            out.append((t, bf & ~LOG_DROPPED, sport, wire, int(bool(bf & LOG_DROPPED))))
         return out
 
 

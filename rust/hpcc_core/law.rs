@@ -10,11 +10,11 @@
 //! # The law, as implemented
 //!
 //! * **MeasureInflight.** For each hop, `txRate = Δtx/Δts` and
-//!   `u' = min(qlen, qlen_prev)/(B·T) + txRate/B` (with `qlen_min_filter`
-//!   off, the drafts' default on, the current `qlen` instead of the min). The chosen hop is the
-//!   first hop with the largest `u'` (so a path whose hops all report
-//!   `u' = 0` chooses hop 0 and `U` decays toward 0; the ns-3 reference
-//!   instead leaves `U` unchanged then). `tau = min(Δts, T)` of the chosen
+//!   `u' = min(qlen, qlen_prev)/(B·T) + txRate/B` (the current `qlen`
+//!   instead of the min when `qlen_min_filter` is off; the drafts: on).
+//!   The chosen hop is the first hop with the largest `u'` (so a path
+//!   whose hops all report `u' = 0` chooses hop 0 and `U` decays toward 0;
+//!   the ns-3 reference instead leaves `U` unchanged then). `tau = min(Δts, T)` of the chosen
 //!   hop, scaled by `u_weight_pct`/100 (100: the drafts), and
 //!   `U = (1 − tau/T)·U + (tau/T)·u'`.
 //! * **ComputeWind.** If `U ≥ eta` or `incStage ≥ maxStage`:
@@ -598,11 +598,12 @@ impl HpccFlow {
 
         // MeasureInflight: pick the first hop with the largest u'.
         let t = p.base_rtt_ns();
+        let min_filter = p.config().qlen_min_filter;
         let mut best: Option<(Candidate, u8)> = None;
         // Hop index (≤ MAX_HOPS; wrapping_add keeps overflow checks out).
         let mut i: u8 = 0;
         for (h, r) in s.hops.iter().zip(self.rec.iter()) {
-            let c = match candidate(h, r, t, p.config().qlen_min_filter) {
+            let c = match candidate(h, r, t, min_filter) {
                 Ok(c) => c,
                 Err(why) => return self.outcome(p, Event::Stale(why)),
             };

@@ -307,7 +307,8 @@ mod tests {
             }
         );
         assert!(parse_args(&["--max-stage".into(), "-1".into()]).is_err());
-        assert_eq!(parse_args(&["--qlen-min-filter".into(), "0".into()]).map(|c| c.map(|c| c.qlen_min_filter)), Ok(Some(false)));
+        let no_filter = parse_args(&["--qlen-min-filter".into(), "0".into()]);
+        assert_eq!(no_filter.map(|c| c.map(|c| c.qlen_min_filter)), Ok(Some(false)));
         assert!(parse_args(&["--qlen-min-filter".into(), "2".into()]).is_err());
         assert!(parse_args(&["--bogus".into(), "1".into()]).is_err());
         assert!(parse_args(&["--eta".into()]).is_err());
