@@ -32,7 +32,7 @@ require_tools ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
 
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_header 16
+ktap_header 17
 trap 'intsw_cleanup; pkill -x iperf3 2>/dev/null' EXIT
 ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 T_START=$SECONDS
@@ -210,6 +210,7 @@ bulk_flow() { # bulk_flow NAME CC
 	probes "$name.loaded" $SW/$PORT --count 8 --gap 0.004 --nonce 0x500
 	local t_quiet
 	t_quiet=$(uptime_ns)
+	"$PY" "$here/intsw.py" hist "$(intsw_dir $SW $PORT)" >"$RESULTS/int_switch.$name.hist-mid.json"
 	wait $client
 	local rc=$?
 	sleep 0.6
@@ -345,6 +346,37 @@ assert st["drops"] > 0, "no drops to check the rule on"
 PYEOF
 }
 ktap_check_v "packet_log_matches_counters_and_drop_tail" t_packet_log
+
+# intsw.py hist --since (the benchmark's queue without the start-up): the
+# histogram taken mid-flow plus the difference is the whole histogram, one
+# sample per segment like the port's counters; the difference holds the
+# flow's later, full queue; a snapshot larger than the histogram (taken
+# before a reset) is refused.
+t_hist_since() {
+	"$PY" - "$here" "$(intsw_dir $SW $PORT)" "$RESULTS/int_switch.cubic.hist-mid.json" $BUF <<'PYEOF'
+import json, subprocess, sys
+here, d, mid_f, buf = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+sys.path.insert(0, here)
+import intsw
+run = lambda *a: subprocess.run([sys.executable, here + "/intsw.py", "hist", d, *a], capture_output=True, text=True)
+mid = json.load(open(mid_f))
+whole, later = json.loads(run().stdout), json.loads(run("--since", mid_f).stdout)
+st = intsw.Port(d).read_port()
+print("samples: mid", mid["samples"], "later", later["samples"], "whole", whole["samples"],
+      "counter", st["qlen_samples"], "; later p50/p99", later["p50_bytes"], later["p99_bytes"])
+assert whole["samples"] == st["qlen_samples"], "one histogram sample per segment"
+assert mid["samples"] > 0 and later["samples"] > 0
+assert [a + b for a, b in zip(mid["buckets"], later["buckets"])] == whole["buckets"]
+assert later["p99_bytes"] >= buf // 2, "the flow's later queue is missing"
+bad = dict(mid, buckets=[b + 1 for b in whole["buckets"]])
+with open(mid_f + ".bad", "w") as f:
+    json.dump(bad, f)
+r = run("--since", mid_f + ".bad")
+print("snapshot after a reset:", r.returncode, r.stderr.strip())
+assert r.returncode != 0 and not r.stdout
+PYEOF
+}
+ktap_check_v "hist_since_is_the_later_part_of_the_run" t_hist_since
 
 t_probe_loaded() {
 	check_probes cubic.loaded <<EOF

@@ -28,6 +28,11 @@ the same data with field names), and crafts and captures HPCC++ probes.
   intsw.py log DIR                      the port's packet log, oldest first, one
                                         line per packet: t_ns backlog sport wire
                                         dropped(0/1)
+  intsw.py hist DIR [--since FILE]      the queue-occupancy histogram as JSON
+                                        (bucket width, counts, p50/p99); with
+                                        --since, minus an earlier `hist` output
+                                        of the same port: the queue over an
+                                        interval, e.g. without a start-up
   intsw.py arrivals DIR RATE_BPS [FROM_NS [UNTIL_NS]]
                                         from the packet log: accepted wire bytes
                                         arriving per 1 ms and per 10 ms bin, as
@@ -223,6 +228,20 @@ def stats(port):
         "qlen_max_bytes": p["max_qlen_bytes"],
     })
     return s
+
+
+def hist_json(port, since=None):
+    """The port's histogram, minus an earlier hist_json() of it."""
+    width = port.read_cfg()["hist_bucket_bytes"] or HIST_BUCKET_DEFAULT
+    h = port.read_hist()
+    if since is not None:
+        if since["width"] != width or len(since["buckets"]) != len(h):
+            raise ValueError("histogram layout changed since the snapshot")
+        h = [a - b for a, b in zip(h, since["buckets"])]
+        if min(h) < 0:
+            raise ValueError("histogram was reset since the snapshot")
+    return {"width": width, "samples": sum(h), "p50_bytes": round(percentile(h, width, 0.50), 1),
+            "p99_bytes": round(percentile(h, width, 0.99), 1), "buckets": h}
 
 
 def parse_kv(args, fields):
@@ -523,6 +542,16 @@ def main():
         return wait_busy(Port(args[0]), float(args[1]), int(args[2]) if args[2:] else 1500)
     elif cmd == "log":
         sys.stdout.write("".join("%d %d %d %d %d\n" % r for r in Port(args[0]).read_log()))
+    elif cmd == "hist":
+        import json
+        since = None
+        if "--since" in args:
+            with open(args[args.index("--since") + 1]) as f:
+                since = json.load(f)
+        try:
+            print(json.dumps(hist_json(Port(args[0]), since)))
+        except ValueError as e:
+            sys.exit(f"intsw.py hist: {e}")
     elif cmd == "arrivals":
         import json
         print(json.dumps(arrivals(Port(args[0]).read_log(), int(args[1]),
