@@ -6,6 +6,11 @@
 # bottleneck, 1 and 4 flows, in one VM boot. Writes bench.jsonl and
 # bench.csv to $HPCC_RESULTS and prints one table per scenario.
 #
+# "p50/p99 ≥0.5s" is the queue (in BDP) without the start-up: the
+# bottleneck's histogram from about 0.5 s after the flows started (when
+# every flow has had several telemetry updates) to their end. The q columns
+# before it are the whole run, start-up included.
+#
 # The last three columns are the bottleneck's arrival rate in fractions of
 # B (intsw.py arrivals, from its packet log): p99 over 1 ms bins (mostly the
 # host's delivery jitter), p99 and max over 10 ms bins (several RTTs: the
@@ -54,10 +59,13 @@ import csv, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 cols = ["algo", "flows", "util", "goodput_mbps", "q_p50_bytes", "q_p99_bytes", "q_max_bytes",
         "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "drops", "ce_marks", "jain",
-        "arr_p99_1ms", "arr_p99_10ms", "arr_max_10ms"]
+        "q_steady_p50_bdp", "q_steady_p99_bdp", "arr_p99_1ms", "arr_p99_10ms", "arr_max_10ms"]
 for r in rows:
     for q in ("p50", "p99", "max"):
         r[f"q_{q}_bdp"] = round(r[f"q_{q}_bytes"] / r["bdp_bytes"], 3)
+    for q in ("p50", "p99"):
+        v = r.get(f"q_steady_{q}_bytes")
+        r[f"q_steady_{q}_bdp"] = None if v is None else round(v / r["bdp_bytes"], 3)
     a = r.get("arrivals") or {}
     for k in ("p99_1ms", "p99_10ms", "max_10ms"):
         r[f"arr_{k}"] = a.get(k)
@@ -70,19 +78,23 @@ for n in sorted({r["flows"] for r in rows}):
     r0 = sc[0]
     print(f'\n{n} flow(s), B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, BDP {r0["bdp_bytes"]} B, {r0["secs"]:.0f} s')
     print(f'{"algo":7} {"util":>6} {"goodput":>8} {"q p50":>14} {"q p99":>14} {"q max":>14} {"drops":>6} {"CE":>6} {"Jain":>6}'
-          f' {"arr p99 1ms":>11} {"10ms":>5} {"max":>5}')
+          f' {"p50/p99 ≥0.5s":>13} {"arr p99 1ms":>11} {"10ms":>5} {"max":>5}')
     ref = {r["algo"]: r for r in sc}
     for r in sc:
         q = lambda k: f'{r[f"q_{k}_bytes"]:>6.0f} B {r[f"q_{k}_bdp"]:>5.2f}'
         u = "n/a" if r["util"] is None else f'{100 * r["util"]:.1f}%'
         arr = lambda k: "  n/a" if r[f"arr_{k}"] is None else f'{r[f"arr_{k}"]:>5.2f}'
+        st = "n/a" if r["q_steady_p99_bdp"] is None else f'{r["q_steady_p50_bdp"]:.2f}/{r["q_steady_p99_bdp"]:.2f}'
         print(f'{r["algo"]:7} {u:>6} {r["goodput_mbps"]:>8.1f} {q("p50")} {q("p99")} {q("max")} {r["drops"]:>6} {r["ce_marks"]:>6} {r["jain"]:>6.3f}'
-              f'       {arr("p99_1ms")} {arr("p99_10ms")} {arr("max_10ms")}')
+              f' {st:>13}       {arr("p99_1ms")} {arr("p99_10ms")} {arr("max_10ms")}')
     if "hpcc" in ref:
         h = ref["hpcc"]
         for a in ("dctcp", "cubic", "bbr", "paced90"):
             if a in ref and h["util"] and ref[a]["util"]:
                 o = ref[a]
                 p99 = "inf" if h["q_p99_bytes"] == 0 else f'{o["q_p99_bytes"] / h["q_p99_bytes"]:.1f}x'
-                print(f'  hpcc vs {a}: utilization {h["util"] / o["util"]:.2f}x, p99 queue {a}/hpcc = {p99}')
+                st = ""
+                if h["q_steady_p99_bytes"] and o["q_steady_p99_bytes"] is not None:
+                    st = f' ({o["q_steady_p99_bytes"] / h["q_steady_p99_bytes"]:.1f}x from 0.5 s)'
+                print(f'  hpcc vs {a}: utilization {h["util"] / o["util"]:.2f}x, p99 queue {a}/hpcc = {p99}{st}')
 PY

@@ -23,7 +23,9 @@
 #       util (bottleneck departures / B over the flows' steady part),
 #       goodput_mbps, per_flow_mbps, jain,
 #       q_p50_bytes, q_p99_bytes, q_max_bytes, q_mean_bytes (per-packet
-#       samples of the bottleneck queue, whole run), drops, drops_late
+#       samples of the bottleneck queue, whole run), q_steady_p50_bytes,
+#       q_steady_p99_bytes (the same from about 0.5 s after the start, when
+#       the start-up is over; null for parallel), drops, drops_late
 #       (drops later than 10 base RTTs after the flows were started; the
 #       port's first packet may be the topology's reachability check, much
 #       earlier), last_drop_after_start_ms (from the same instant), ce_marks,
@@ -151,6 +153,14 @@ bench_scenario() {
 			"$secs" "${sendopt[@]}" >"$out.flow$i.json" &
 		pids+=($!)
 	done
+	# The queue from 0.5 s on (the arrivals' window below): the histogram
+	# then, subtracted from the one at the end, leaves out the start-up,
+	# when every flow starts at its initial window at once.
+	local warm=""
+	if [ "$topo" != parallel ]; then
+		(sleep 0.5; "$BENCH_PY" "$INTSW_DIR/intsw.py" hist "$(intsw_dir "$bns" "$bdev")" >"$out.hist-warm.json") &
+		warm=$!
+	fi
 	local inject
 	inject=$(_bench_kv inject 0 "$@")
 	if [ "$inject" -gt 0 ]; then
@@ -175,13 +185,19 @@ bench_scenario() {
 		sa=$(intsw_get hpcc-swa rcv probes_stamped)
 		moved="\"stamped_a_at_move\": $sa"
 	fi
-	for i in "${pids[@]}" "${srv[@]}"; do wait "$i"; done
+	for i in "${pids[@]}" "${srv[@]}" $warm; do wait "$i"; done
 	wait $sampler
 	local after
 	after=$(_bench_hpcc_stats)
 	# After a route change the bottleneck is the new path's port.
 	bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
 	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
+	if [ -n "$warm" ] && [ -s "$out.hist-warm.json" ]; then
+		"$BENCH_PY" "$INTSW_DIR/intsw.py" hist "$(intsw_dir "$bns" "$bdev")" --since "$out.hist-warm.json" \
+			>"$out.queue-steady.json" 2>/dev/null || echo null >"$out.queue-steady.json"
+	else
+		echo null >"$out.queue-steady.json"
+	fi
 	# Arrival rates at the bottleneck over the flows' steady part (from
 	# 0.5 s after the start to their planned end), from its packet log.
 	"$BENCH_PY" "$INTSW_DIR/intsw.py" arrivals "$(intsw_dir "$bns" "$bdev")" $((rate * 1000000)) \
@@ -212,6 +228,7 @@ try:
 except Exception:
     util = None
 b, a = json.loads(before), json.loads(after)
+steady = json.load(open(f"{out}.queue-steady.json"))
 start_ns = max(port.get("first_ns", 0), int(t_start))
 late_after = start_ns + 10 * rtt * 1000
 r = {
@@ -227,6 +244,8 @@ r = {
     "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
     "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
     "arrivals": json.load(open(f"{out}.arrivals.json")),
+    "q_steady_p50_bytes": steady["p50_bytes"] if steady else None,
+    "q_steady_p99_bytes": steady["p99_bytes"] if steady else None,
     "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
 }
 if topo == "parallel":

@@ -75,9 +75,13 @@ import json, sys
 r = json.loads(sys.argv[1])
 bdp = r["bdp_bytes"]
 u = r["util"]
+def steady(q):
+    v = r.get(f"q_steady_{q}_bytes")
+    return "n/a" if v is None else f"{v / bdp:.3f}"
 print(f'{r["algo"]:6} {r["flows"]} flow(s) {r["topo"]:8}: util {u if u is None else round(u * 100, 1)}%, '
       f'queue p50 {r["q_p50_bytes"]:.0f} B ({r["q_p50_bytes"] / bdp:.3f} BDP) p99 {r["q_p99_bytes"]:.0f} B '
-      f'({r["q_p99_bytes"] / bdp:.3f} BDP) max {r["q_max_bytes"]} B, drops {r["drops"]} '
+      f'({r["q_p99_bytes"] / bdp:.3f} BDP) max {r["q_max_bytes"]} B, '
+      f'from 0.5 s p50/p99 {steady("p50")}/{steady("p99")} BDP, drops {r["drops"]} '
       f'(last {r["last_drop_after_start_ms"]} ms after start), jain {r["jain"]}, '
       f'goodput {r["goodput_mbps"]} Mbit/s')
 EOF
