@@ -360,8 +360,14 @@ sys.path.insert(0, here)
 import intsw
 run = lambda *a: subprocess.run([sys.executable, here + "/intsw.py", "hist", d, *a], capture_output=True, text=True)
 mid = json.load(open(mid_f))
-whole, later = json.loads(run().stdout), json.loads(run("--since", mid_f).stdout)
-st = intsw.Port(d).read_port()
+port = intsw.Port(d)
+for _ in range(5):  # counters and histograms as one snapshot (see above)
+    st = port.read_port()
+    whole, later = json.loads(run().stdout), json.loads(run("--since", mid_f).stdout)
+    if port.read_port() == st:
+        break
+else:
+    sys.exit("the port never stood still for a snapshot")
 print("samples: mid", mid["samples"], "later", later["samples"], "whole", whole["samples"],
       "counter", st["qlen_samples"], "; later p50/p99", later["p50_bytes"], later["p99_bytes"])
 assert whole["samples"] == st["qlen_samples"], "one histogram sample per segment"
