@@ -24,11 +24,14 @@
 #       goodput_mbps, per_flow_mbps, jain,
 #       q_p50_bytes, q_p99_bytes, q_max_bytes, q_mean_bytes (per-packet
 #       samples of the bottleneck queue, whole run), q_steady_p50_bytes,
-#       q_steady_p99_bytes (the same from about 0.5 s after the start, when
-#       the start-up is over; null for parallel), drops, drops_late
-#       (drops later than 10 base RTTs after the flows were started; the
-#       port's first packet may be the topology's reachability check, much
-#       earlier), last_drop_after_start_ms (from the same instant), ce_marks,
+#       q_steady_p99_bytes (the same from about 0.5 s after the last flow
+#       started, when the start-up is over; null for parallel), drops,
+#       drops_late
+#       (drops later than 10 base RTTs after the last flow's connection was
+#       up; the port's first packet may be the topology's reachability
+#       check, much earlier), last_drop_after_start_ms (from the same
+#       instant), flows_started_ms (first and last connection, ms after the
+#       senders were launched: python under TCG takes 0.3-2 s), ce_marks,
 #       probes_stamped, arrivals (intsw.py arrivals: the bottleneck's arrival
 #       rate per 1 ms and per 10 ms, fractions of B), hpcc (tcp_hpcc stats
 #       deltas), and for parallel the per-switch probe counts.
@@ -148,17 +151,28 @@ bench_scenario() {
 	# CLOCK_MONOTONIC, the emulator's clock (bpf_ktime_get_ns)
 	local t_start
 	t_start=$("$BENCH_PY" -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
+	# Each sender writes when its connection is up: under TCG python takes
+	# 0.3 to 2 s to get there, so t_start is not when the flows started.
+	local started=()
 	for i in "${!senders[@]}"; do
+		started+=("$out.started$i")
+		rm -f "$out.started$i"
 		timeout $((secs + 30)) ip netns exec "${senders[$i]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + i)) \
-			"$secs" "${sendopt[@]}" >"$out.flow$i.json" &
+			"$secs" "${sendopt[@]}" --started "$out.started$i" >"$out.flow$i.json" &
 		pids+=($!)
 	done
-	# The queue from 0.5 s on (the arrivals' window below): the histogram
-	# then, subtracted from the one at the end, leaves out the start-up,
-	# when every flow starts at its initial window at once.
+	# The queue from 0.5 s after the last flow started (the arrivals' window
+	# below): the histogram then, subtracted from the one at the end, leaves
+	# out the start-up, when each flow starts at its initial window.
 	local warm=""
 	if [ "$topo" != parallel ]; then
-		(sleep 0.5; "$BENCH_PY" "$INTSW_DIR/intsw.py" hist "$(intsw_dir "$bns" "$bdev")" >"$out.hist-warm.json") &
+		(
+			for f in "${started[@]}"; do
+				for _ in $(seq 1 $((secs * 20))); do [ -s "$f" ] && break; sleep 0.05; done
+			done
+			sleep 0.5
+			"$BENCH_PY" "$INTSW_DIR/intsw.py" hist "$(intsw_dir "$bns" "$bdev")" >"$out.hist-warm.json"
+		) &
 		warm=$!
 	fi
 	local inject
@@ -198,19 +212,27 @@ bench_scenario() {
 	else
 		echo null >"$out.queue-steady.json"
 	fi
+	# When the flows started: the first and the last connection (t_start if
+	# a sender never connected).
+	local t_first=$t_start t_all=$t_start
+	if cat "${started[@]}" >/dev/null 2>&1; then
+		t_first=$(cat "${started[@]}" | sort -n | head -n1)
+		t_all=$(cat "${started[@]}" | sort -n | tail -n1)
+	fi
 	# Arrival rates at the bottleneck over the flows' steady part (from
-	# 0.5 s after the start to their planned end), from its packet log.
+	# 0.5 s after the last flow started to the first one's planned end),
+	# from its packet log.
 	"$BENCH_PY" "$INTSW_DIR/intsw.py" arrivals "$(intsw_dir "$bns" "$bdev")" $((rate * 1000000)) \
-		$((t_start + 500000000)) $((t_start + ${secs%.*} * 1000000000)) >"$out.arrivals.json" 2>/dev/null ||
+		$((t_all + 500000000)) $((t_first + ${secs%.*} * 1000000000)) >"$out.arrivals.json" 2>/dev/null ||
 		echo null >"$out.arrivals.json"
 	if [ "$topo" = parallel ]; then
 		intsw_stats hpcc-swa rcv --json >"$out.port-a.json"
 	fi
 
 	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
-		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" "$t_start" <<'EOF'
+		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" "$t_start" "$t_first" "$t_all" <<'EOF'
 import json, subprocess, sys
-out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw, t_start = sys.argv[1:]
+out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw, t_start, t_first, t_all = sys.argv[1:]
 rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
 flows = []
 for i in range(nsnd):
@@ -229,7 +251,9 @@ except Exception:
     util = None
 b, a = json.loads(before), json.loads(after)
 steady = json.load(open(f"{out}.queue-steady.json"))
-start_ns = max(port.get("first_ns", 0), int(t_start))
+# The port's first packet may be the topology's reachability check, much
+# earlier: the reference is the last flow's connection.
+start_ns = max(port.get("first_ns", 0), int(t_all))
 late_after = start_ns + 10 * rtt * 1000
 r = {
     "algo": algo, "flows": int(n), "topo": topo, "rate_mbit": rate, "rtt_us": rtt,
@@ -242,6 +266,7 @@ r = {
     "drops": port["drops"],
     "last_drop_after_start_ms": round((port["last_drop_ns"] - start_ns) / 1e6, 2) if port["drops"] else None,
     "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
+    "flows_started_ms": [round((int(t_first) - int(t_start)) / 1e6, 1), round((int(t_all) - int(t_start)) / 1e6, 1)],
     "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
     "arrivals": json.load(open(f"{out}.arrivals.json")),
     "q_steady_p50_bytes": steady["p50_bytes"] if steady else None,

@@ -7,11 +7,12 @@
         --cc sets the listener's (and so the connections') algorithm, which
         dctcp needs at both ends to negotiate ECN
   hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
-                [--maxrate MBIT]
+                [--maxrate MBIT] [--started FILE]
         send for SECONDS, close gracefully, print {"bytes","secs","mbps"};
         --maxrate caps the socket's pacing rate (SO_MAX_PACING_RATE): an
         open-loop sender at a fixed rate, the reference for what the host
-        stack itself does to the queue
+        stack itself does to the queue; --started writes the CLOCK_MONOTONIC
+        ns at which the connection was up (also "start_ns" in the JSON)
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket):
           wrong_nonce   well-formed response, random nonce
@@ -74,6 +75,14 @@ def send(argv):
     if "--sport" in opts:
         s.bind((opts.get("--bind", "0.0.0.0"), int(opts["--sport"])))
     s.connect((dst, port))
+    # CLOCK_MONOTONIC, the emulator's clock: when this flow really started
+    # (python itself can take a second or two to get here under TCG).
+    start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    if "--started" in opts:
+        tmp = opts["--started"] + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{start_ns}\n")
+        os.rename(tmp, opts["--started"])
     buf = b"\x5a" * (1 << 16)
     n = 0
     t0 = time.monotonic()
@@ -83,7 +92,7 @@ def send(argv):
     s.recv(1)  # wait for the peer's close: every byte was read
     dt = time.monotonic() - t0
     s.close()
-    print(json.dumps({"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2)}))
+    print(json.dumps({"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2), "start_ns": start_ns}))
 
 
 def csum(b):
