@@ -4,9 +4,10 @@
  * section 7.2). Shared by the module (rust/, probe_tx/) and the eBPF INT
  * switch emulator (selftests/int_switch.bpf.c).
  *
- * A probe is its own small IPv4 packet with the data flow's 5-tuple (same
+ * A probe is its own small IP packet with the data flow's 5-tuple (same
  * addresses, same TCP ports, protocol TCP) so that switches hash it onto the
- * flow's path, the probe DSCP, a 20-byte TCP header and then:
+ * flow's path, the probe DSCP (IPv4 TOS or IPv6 traffic class), a 20-byte
+ * TCP header and then:
  *
  *   struct hpcc_probe_hdr   magic, version, type, nonce, snd_nxt
  *   struct hpcc_int_hdr     nHop | pathID (include/hpcc_int.h)
@@ -16,6 +17,10 @@
  * and never grow the packet. A response has the reverse 5-tuple, the
  * response DSCP and the same layout: the receiver copies the probe's nonce,
  * snd_nxt and INT stack verbatim; switches do not stamp responses.
+ *
+ * The IP header is IPv4 without options (an IPv4 flow, also one of a
+ * dual-stack socket with IPv4-mapped addresses) or IPv6 without extension
+ * headers (an IPv6 flow).
  *
  * Probes and responses carry TCP checksum 0 and ip_summed CHECKSUM_NONE:
  * they are never valid TCP segments. The module consumes them in a

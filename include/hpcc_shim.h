@@ -23,26 +23,32 @@ bool hpcc_tcp_is_cwnd_limited(const struct sock *sk);
 /* tcp_in_cwnd_reduction() (CWR or Recovery), a static inline. */
 bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk);
 
-/* The socket's IPv4 4-tuple (network order) and netns, through the
- * inet_sk()/sock_net() inlines and the skc_* macros. Returns false for
- * anything but an AF_INET socket. */
-bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __be32 *saddr,
-		   __be32 *daddr, __be16 *sport, __be16 *dport);
+/*
+ * Addresses cross the shim as 16 bytes in network order; IPv4 addresses
+ * are IPv4-mapped (::ffff:a.b.c.d), as dual-stack sockets keep them.
+ */
+
+/* The socket's 4-tuple (local to remote; ports in network order) and
+ * netns, through the inet_sk()/sock_net() inlines and the skc_* macros.
+ * Returns false for anything but an AF_INET or AF_INET6 socket. */
+bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __u8 saddr[16],
+		   __u8 daddr[16], __be16 *sport, __be16 *dport);
 
 /* Whether an established (full) TCP socket exists in @net for the given
- * local/remote 4-tuple (network order), via inet_lookup_established() on
- * the netns' TCP hash table. */
-bool hpcc_tcp_established(struct net *net, __be32 laddr, __be16 lport,
-			  __be32 raddr, __be16 rport, int dif);
+ * local/remote 4-tuple, via inet_lookup_established() or
+ * __inet6_lookup_established() on the netns' TCP hash table. */
+bool hpcc_tcp_established(struct net *net, const __u8 laddr[16], __be16 lport,
+			  const __u8 raddr[16], __be16 rport, int dif);
 
-/* alloc_skb(GFP_ATOMIC) + skb_reserve() for a locally built IPv4 packet of
+/* alloc_skb(GFP_ATOMIC) + skb_reserve() for a locally built IP packet of
  * @len bytes; skb_put() then gives the data area. */
 struct sk_buff *hpcc_skb_alloc_ip(unsigned int len);
 
-/* Routes @skb (an IPv4 packet built at skb->data) from @saddr to @daddr in
- * @net with TOS @tos and sends it with ip_local_out(). Consumes @skb. */
-int hpcc_ip_send(struct net *net, struct sk_buff *skb, __be32 saddr,
-		 __be32 daddr, u8 tos);
+/* Routes @skb (an IPv4 or IPv6 packet built at skb->data, by the family
+ * of the addresses) from @saddr to @daddr in @net with TOS/traffic class
+ * @tos and sends it with ip_local_out() or ip6_local_out(). Consumes @skb. */
+int hpcc_ip_send(struct net *net, struct sk_buff *skb, const __u8 saddr[16],
+		 const __u8 daddr[16], __u8 tos);
 
 /* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
  * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */

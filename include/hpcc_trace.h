@@ -15,7 +15,11 @@
 #define _HPCC_TRACE_H
 
 #include <linux/tracepoint.h>
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <net/inet_sock.h>
+#include <net/ipv6.h>
+#include <trace/events/net_probe_common.h>
 
 #include "hpcc_shim.h"
 
@@ -23,10 +27,9 @@ TRACE_EVENT(hpcc_sample,
 	TP_PROTO(const struct sock *sk, const struct hpcc_trace_rec *r),
 	TP_ARGS(sk, r),
 	TP_STRUCT__entry(
-		__field(__be32, saddr)
-		__field(__be32, daddr)
-		__field(__u16, sport)
-		__field(__u16, dport)
+		/* sockaddr_in or sockaddr_in6, as tcp:tcp_probe stores them */
+		__array(__u8, saddr, sizeof(struct sockaddr_in6))
+		__array(__u8, daddr, sizeof(struct sockaddr_in6))
 		__field(__u8, event)
 		__field(__u8, hop)
 		__field(__u8, n_hops)
@@ -46,10 +49,9 @@ TRACE_EVENT(hpcc_sample,
 	TP_fast_assign(
 		const struct inet_sock *inet = inet_sk(sk);
 
-		__entry->saddr = inet->inet_saddr;
-		__entry->daddr = inet->inet_daddr;
-		__entry->sport = ntohs(inet->inet_sport);
-		__entry->dport = ntohs(inet->inet_dport);
+		memset(__entry->saddr, 0, sizeof(struct sockaddr_in6));
+		memset(__entry->daddr, 0, sizeof(struct sockaddr_in6));
+		TP_STORE_ADDR_PORTS(__entry, inet, sk);
 		__entry->event = r->event;
 		__entry->hop = r->hop;
 		__entry->n_hops = r->n_hops;
@@ -66,8 +68,8 @@ TRACE_EVENT(hpcc_sample,
 		__entry->pacing_rate = r->pacing_rate;
 		__entry->path_rate = r->path_rate;
 	),
-	TP_printk("src=%pI4:%u dst=%pI4:%u ev=%u hop=%u/%u U=%u u=%u qlen=%u W=%u Wc=%u stage=%u cwnd=%u inflight=%u srtt=%u T=%u rate=%llu link=%llu",
-		  &__entry->saddr, __entry->sport, &__entry->daddr, __entry->dport,
+	TP_printk("src=%pISpc dst=%pISpc ev=%u hop=%u/%u U=%u u=%u qlen=%u W=%u Wc=%u stage=%u cwnd=%u inflight=%u srtt=%u T=%u rate=%llu link=%llu",
+		  __entry->saddr, __entry->daddr,
 		  __entry->event, __entry->hop, __entry->n_hops, __entry->u_ppm,
 		  __entry->sample_u_ppm, __entry->qlen, __entry->window, __entry->wc,
 		  __entry->inc_stage, __entry->cwnd, __entry->inflight,

@@ -5,9 +5,9 @@
 //! * **Sender**: [`send_probe`] emits a small probe for a flow (its own
 //!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an empty INT stack)
 //!   as its own skb, outside TCP: no TSO, no sequence space.
-//! * **Receiver**: a netfilter `LOCAL_IN` hook, registered in every network
-//!   namespace, consumes probes before TCP sees them and answers each one
-//!   for an established connection with a response (reverse 4-tuple,
+//! * **Receiver**: a netfilter `LOCAL_IN` hook (IPv4 and IPv6), registered
+//!   in every network namespace, consumes probes before TCP sees them and
+//!   answers each one for an established connection with a response (reverse 4-tuple,
 //!   response DSCP, the echoed nonce, `snd_nxt` and INT stack).
 //! * **Sender again**: the same hook consumes responses, validates them
 //!   (length, header, INT stack, `nHop <= max_hops`, the flow, the nonce and
@@ -19,7 +19,7 @@
 
 use crate::bindings;
 use crate::flow::{registry, FlowObj, Mail, NonceCheck};
-use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, IPV4_HDR_LEN, PACKET_LEN};
+use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_LEN, MAX_PACKET_LEN};
 use crate::hpcc_core::wire::{self, WireError};
 use crate::params;
 use crate::stats::{inc, Counter};
@@ -53,26 +53,28 @@ impl NetRef {
     }
 }
 
-fn be32(a: [u8; 4]) -> u32 {
-    u32::from_ne_bytes(a)
-}
-
-/// Sends a packet built by `hpcc_core::probe` from `t.saddr` to `t.daddr`.
-fn send(net: NetRef, t: &Tuple, bytes: &[u8; PACKET_LEN], dscp: u8) -> Result {
+/// Sends the first `len` bytes of a packet built by `hpcc_core::probe`
+/// from `t.saddr` to `t.daddr` (IPv4 or IPv6, by the addresses).
+fn send(net: NetRef, t: &Tuple, bytes: &[u8; MAX_PACKET_LEN], len: usize, dscp: u8) -> Result {
+    let len = len.min(MAX_PACKET_LEN);
     // SAFETY: no preconditions; GFP_ATOMIC inside, so any context is fine.
-    let skb = unsafe { bindings::hpcc_skb_alloc_ip(PACKET_LEN as c_uint) };
+    let skb = unsafe { bindings::hpcc_skb_alloc_ip(len as c_uint) };
     if skb.is_null() {
         return Err(kernel::error::code::ENOMEM);
     }
-    // SAFETY: `skb` is our fresh skb with PACKET_LEN bytes of tailroom, so
-    // skb_put returns PACKET_LEN writable bytes that nothing else aliases.
+    // SAFETY: `skb` is our fresh skb with `len` bytes of tailroom, so
+    // skb_put returns `len` writable bytes that nothing else aliases;
+    // `len` <= MAX_PACKET_LEN, the size of `bytes`.
     unsafe {
-        let dst = bindings::skb_put(skb, PACKET_LEN as c_uint).cast::<u8>();
-        core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, PACKET_LEN);
+        let dst = bindings::skb_put(skb, len as c_uint).cast::<u8>();
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len);
     }
     // SAFETY: `net` is a live netns (we are in a hook or a socket of it);
-    // `skb` is ours and hpcc_ip_send consumes it on every path.
-    let ret = unsafe { bindings::hpcc_ip_send(net.0.as_ptr(), skb, be32(t.saddr), be32(t.daddr), dscp << 2) };
+    // `skb` is ours and hpcc_ip_send consumes it on every path; the
+    // addresses are 16-byte arrays it only reads during the call.
+    let ret = unsafe {
+        bindings::hpcc_ip_send(net.0.as_ptr(), skb, t.saddr.as_ptr(), t.daddr.as_ptr(), dscp << 2)
+    };
     // ip_local_out returns a negative errno or a positive NET_XMIT_* code.
     if ret != 0 {
         return Err(kernel::error::code::EIO);
@@ -83,9 +85,9 @@ fn send(net: NetRef, t: &Tuple, bytes: &[u8; PACKET_LEN], dscp: u8) -> Result {
 /// Sends a probe for the flow `t` (local to remote). Counts the outcome.
 pub(crate) fn send_probe(net: NetRef, t: &Tuple, nonce: u32, snd_nxt: u32) {
     let dscp = params::dscps().0;
-    let mut bytes = [0u8; PACKET_LEN];
-    probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
-    match send(net, t, &bytes, dscp) {
+    let mut bytes = [0u8; MAX_PACKET_LEN];
+    let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
+    match send(net, t, &bytes, len, dscp) {
         Ok(()) => inc(Counter::ProbesSent),
         Err(_) => inc(Counter::ProbeSendErrors),
     }
@@ -96,7 +98,7 @@ struct RxSkb(NonNull<bindings::sk_buff>);
 
 impl RxSkb {
     /// Copies up to `out.len()` bytes from the start of the packet (the
-    /// IPv4 header in LOCAL_IN) and returns how many.
+    /// IP header in LOCAL_IN) and returns how many.
     fn copy_prefix(&self, out: &mut [u8]) -> usize {
         // SAFETY: the skb is live for the hook call; `len` is a plain field.
         let len = unsafe { core::ptr::addr_of!((*self.0.as_ptr()).len).read() } as usize;
@@ -126,14 +128,15 @@ fn count_malformed(e: ProbeError) {
 fn on_probe(net: NetRef, p: &Packet<'_>) {
     inc(Counter::ProbesReceived);
     let t = &p.tuple;
-    // SAFETY: `net` is the live netns of the hook; the lookup takes and
-    // drops its own socket reference.
+    // SAFETY: `net` is the live netns of the hook; the addresses are
+    // 16-byte arrays the lookup only reads; it takes and drops its own
+    // socket reference.
     let known = unsafe {
         bindings::hpcc_tcp_established(
             net.0.as_ptr(),
-            be32(t.daddr),
+            t.daddr.as_ptr(),
             t.dport.to_be(),
-            be32(t.saddr),
+            t.saddr.as_ptr(),
             t.sport.to_be(),
             0,
         )
@@ -144,9 +147,9 @@ fn on_probe(net: NetRef, p: &Packet<'_>) {
         return;
     }
     let dscp = params::dscps().1;
-    let mut bytes = [0u8; PACKET_LEN];
-    probe::build_response(&mut bytes, p, dscp);
-    match send(net, &t.reversed(), &bytes, dscp) {
+    let mut bytes = [0u8; MAX_PACKET_LEN];
+    let len = probe::build_response(&mut bytes, p, dscp);
+    match send(net, &t.reversed(), &bytes, len, dscp) {
         Ok(()) => inc(Counter::ResponsesSent),
         Err(_) => inc(Counter::ResponseSendErrors),
     }
@@ -204,10 +207,10 @@ unsafe extern "C" fn hpcc_nf_local_in(
         return bindings::NF_ACCEPT;
     };
     let rx = RxSkb(skb_nn);
-    // Cheap first look at the IPv4 header: most packets are not ours.
-    let mut buf = [0u8; PACKET_LEN + 40];
+    // Cheap first look at the IP header: most packets are not ours.
+    let mut buf = [0u8; MAX_PACKET_LEN + 40];
     let (pd, rd) = params::dscps();
-    let n = rx.copy_prefix(buf.get_mut(..IPV4_HDR_LEN).unwrap_or(&mut []));
+    let n = rx.copy_prefix(buf.get_mut(..CANDIDATE_LEN).unwrap_or(&mut []));
     if !probe::is_candidate(buf.get(..n).unwrap_or(&[]), pd, rd) {
         return bindings::NF_ACCEPT;
     }
@@ -251,26 +254,41 @@ const ZEROED_NF: bindings::nf_hook_ops = unsafe { MaybeUninit::zeroed().assume_i
 // SAFETY: as above for pernet_operations.
 const ZEROED_PERNET: bindings::pernet_operations = unsafe { MaybeUninit::zeroed().assume_init() };
 
-/// After the filter table, so administrators can still drop our DSCPs.
+/// After the filter table, so administrators can still drop our DSCPs
+/// (NF_IP_PRI_FILTER and NF_IP6_PRI_FILTER are both 0).
 const HOOK_PRIORITY: c_int = bindings::nf_ip_hook_priorities_NF_IP_PRI_FILTER + 1;
 
-static NF_OPS: KernelStatic<[bindings::nf_hook_ops; 1]> = KernelStatic(UnsafeCell::new([bindings::nf_hook_ops {
-    hook: Some(hpcc_nf_local_in),
-    pf: bindings::NFPROTO_IPV4 as u8,
-    hooknum: bindings::nf_inet_hooks_NF_INET_LOCAL_IN,
-    priority: HOOK_PRIORITY,
-    ..ZEROED_NF
-}]));
+/// The hooks: IPv4 and IPv6, one function (`classify` tells the families
+/// apart by the version nibble).
+const N_HOOKS: usize = 2;
+
+static NF_OPS: KernelStatic<[bindings::nf_hook_ops; N_HOOKS]> = KernelStatic(UnsafeCell::new([
+    bindings::nf_hook_ops {
+        hook: Some(hpcc_nf_local_in),
+        pf: bindings::NFPROTO_IPV4 as u8,
+        hooknum: bindings::nf_inet_hooks_NF_INET_LOCAL_IN,
+        priority: HOOK_PRIORITY,
+        ..ZEROED_NF
+    },
+    bindings::nf_hook_ops {
+        hook: Some(hpcc_nf_local_in),
+        pf: bindings::NFPROTO_IPV6 as u8,
+        hooknum: bindings::nf_inet_hooks_NF_INET_LOCAL_IN,
+        priority: HOOK_PRIORITY,
+        ..ZEROED_NF
+    },
+]));
 
 unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     // SAFETY: `net` is being initialised by the netns core; NF_OPS is a
-    // 'static array of one fully initialised hook.
-    unsafe { bindings::nf_register_net_hooks(net, NF_OPS.get().cast(), 1) }
+    // 'static array of N_HOOKS fully initialised hooks. On failure
+    // nf_register_net_hooks unregisters the ones it had registered.
+    unsafe { bindings::nf_register_net_hooks(net, NF_OPS.get().cast(), N_HOOKS as c_uint) }
 }
 
 unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
-    // SAFETY: the hook was registered in `net` by `pernet_init`.
-    unsafe { bindings::nf_unregister_net_hooks(net, NF_OPS.get().cast(), 1) }
+    // SAFETY: the hooks were registered in `net` by `pernet_init`.
+    unsafe { bindings::nf_unregister_net_hooks(net, NF_OPS.get().cast(), N_HOOKS as c_uint) }
 }
 
 static PERNET: KernelStatic<bindings::pernet_operations> = KernelStatic(UnsafeCell::new(bindings::pernet_operations {

@@ -284,9 +284,18 @@ pub(crate) mod registry {
 
     fn hash(net: usize, t: &Tuple) -> usize {
         let mut h = (net as u64) ^ 0x9e37_79b9_7f4a_7c15;
+        let half = |a: &[u8; 16], i: usize| {
+            let mut b = [0u8; 8];
+            for (d, s) in b.iter_mut().zip(a.iter().skip(i * 8)) {
+                *d = *s;
+            }
+            u64::from_ne_bytes(b)
+        };
         for w in [
-            u64::from(u32::from_ne_bytes(t.saddr)),
-            u64::from(u32::from_ne_bytes(t.daddr)),
+            half(&t.saddr, 0),
+            half(&t.saddr, 1),
+            half(&t.daddr, 0),
+            half(&t.daddr, 1),
             (u64::from(t.sport) << 16) | u64::from(t.dport),
         ] {
             h = (h ^ w).wrapping_mul(0x100_0000_01b3).rotate_left(23);

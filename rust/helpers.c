@@ -11,8 +11,11 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <net/inet_dscp.h>
+#include <net/inet6_hashtables.h>
 #include <net/inet_hashtables.h>
 #include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
 #include <net/route.h>
 #include <net/tcp.h>
 
@@ -96,29 +99,66 @@ bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk)
 	return tcp_in_cwnd_reduction(sk);
 }
 
-bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __be32 *saddr,
-		   __be32 *daddr, __be16 *sport, __be16 *dport)
+/*
+ * Addresses cross the shim as 16 bytes, IPv4 ones IPv4-mapped
+ * (::ffff:a.b.c.d), as dual-stack sockets keep them.
+ */
+static bool hpcc_v4(const u8 a[16], __be32 *v4)
+{
+	const struct in6_addr *in6 = (const struct in6_addr *)a;
+
+	if (!ipv6_addr_v4mapped(in6))
+		return false;
+	*v4 = in6->s6_addr32[3];
+	return true;
+}
+
+bool hpcc_sk_tuple(const struct sock *sk, struct net **net, u8 saddr[16],
+		   u8 daddr[16], __be16 *sport, __be16 *dport)
 {
 	const struct inet_sock *inet = inet_sk(sk);
 
-	if (sk->sk_family != AF_INET)
+	switch (sk->sk_family) {
+	case AF_INET:
+		ipv6_addr_set_v4mapped(inet->inet_saddr, (struct in6_addr *)saddr);
+		ipv6_addr_set_v4mapped(inet->inet_daddr, (struct in6_addr *)daddr);
+		break;
+#if IS_ENABLED(CONFIG_IPV6)
+	case AF_INET6:
+		/* Mapped for an IPv4 peer of a dual-stack socket. */
+		memcpy(saddr, &sk->sk_v6_rcv_saddr, 16);
+		memcpy(daddr, &sk->sk_v6_daddr, 16);
+		break;
+#endif
+	default:
 		return false;
+	}
 	*net = sock_net(sk);
-	*saddr = inet->inet_saddr;
-	*daddr = inet->inet_daddr;
 	*sport = inet->inet_sport;
 	*dport = inet->inet_dport;
 	return true;
 }
 
-bool hpcc_tcp_established(struct net *net, __be32 laddr, __be16 lport,
-			  __be32 raddr, __be16 rport, int dif)
+bool hpcc_tcp_established(struct net *net, const u8 laddr[16], __be16 lport,
+			  const u8 raddr[16], __be16 rport, int dif)
 {
+	__be32 l4, r4;
 	struct sock *sk;
 	bool ok;
 
-	sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-				     raddr, rport, laddr, lport, dif);
+	if (hpcc_v4(laddr, &l4) && hpcc_v4(raddr, &r4))
+		sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+					     r4, rport, l4, lport, dif);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		sk = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+						(const struct in6_addr *)raddr, rport,
+						(const struct in6_addr *)laddr,
+						ntohs(lport), dif, 0);
+#else
+	else
+		sk = NULL;
+#endif
 	if (!sk)
 		return false;
 	ok = sk_fullsock(sk) && sk->sk_state == TCP_ESTABLISHED;
@@ -135,25 +175,55 @@ struct sk_buff *hpcc_skb_alloc_ip(unsigned int len)
 	return skb;
 }
 
-int hpcc_ip_send(struct net *net, struct sk_buff *skb, __be32 saddr,
-		 __be32 daddr, u8 tos)
+int hpcc_ip_send(struct net *net, struct sk_buff *skb, const u8 saddr[16],
+		 const u8 daddr[16], u8 tos)
 {
-	struct flowi4 fl4 = {
-		.daddr = daddr,
-		.saddr = saddr,
-		.flowi4_tos = tos & INET_DSCP_MASK,
-		.flowi4_proto = IPPROTO_TCP,
-	};
-	struct rtable *rt;
+	__be32 s4, d4;
 
-	rt = ip_route_output_key(net, &fl4);
-	if (IS_ERR(rt)) {
-		kfree_skb(skb);
-		return PTR_ERR(rt);
-	}
 	skb_reset_network_header(skb);
-	skb->protocol = htons(ETH_P_IP);
 	skb->ip_summed = CHECKSUM_NONE;
-	skb_dst_set(skb, &rt->dst);
-	return ip_local_out(net, NULL, skb);
+	if (hpcc_v4(saddr, &s4) && hpcc_v4(daddr, &d4)) {
+		struct flowi4 fl4 = {
+			.daddr = d4,
+			.saddr = s4,
+			.flowi4_tos = tos & INET_DSCP_MASK,
+			.flowi4_proto = IPPROTO_TCP,
+		};
+		struct rtable *rt;
+
+		rt = ip_route_output_key(net, &fl4);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		skb->protocol = htons(ETH_P_IP);
+		skb_dst_set(skb, &rt->dst);
+		return ip_local_out(net, NULL, skb);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct flowi6 fl6 = {
+			.daddr = *(const struct in6_addr *)daddr,
+			.saddr = *(const struct in6_addr *)saddr,
+			.flowi6_proto = IPPROTO_TCP,
+			.flowlabel = ip6_make_flowinfo(tos, 0),
+		};
+		struct dst_entry *dst;
+		int err;
+
+		dst = ip6_route_output(net, NULL, &fl6);
+		err = dst->error;
+		if (err) {
+			dst_release(dst);
+			kfree_skb(skb);
+			return err;
+		}
+		skb->protocol = htons(ETH_P_IPV6);
+		skb_dst_set(skb, dst);
+		return ip6_local_out(net, NULL, skb);
+	}
+#else
+	kfree_skb(skb);
+	return -EAFNOSUPPORT;
+#endif
 }

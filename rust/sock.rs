@@ -168,21 +168,30 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_trace_sample(self.tp.as_ptr().cast(), rec) }
     }
 
-    /// The IPv4 4-tuple (local to remote) and netns, `None` for other families.
+    /// The 4-tuple (local to remote; IPv4 addresses IPv4-mapped) and
+    /// netns, `None` for families other than IPv4 and IPv6.
     pub(crate) fn tuple(&self) -> Option<(crate::probe_tx::NetRef, crate::hpcc_core::probe::Tuple)> {
         let mut net = core::ptr::null_mut();
-        let (mut sa, mut da, mut sp, mut dp) = (0u32, 0u32, 0u16, 0u16);
+        let (mut sa, mut da, mut sp, mut dp) = ([0u8; 16], [0u8; 16], 0u16, 0u16);
         // SAFETY: `tp` is a live socket (type invariant); the helper only
-        // reads it and writes the five out-parameters, all valid locals.
+        // reads it and writes the out-parameters, all valid locals (the
+        // addresses are 16-byte arrays, as the shim's prototype says).
         let ok = unsafe {
-            bindings::hpcc_sk_tuple(self.tp.as_ptr().cast(), &mut net, &mut sa, &mut da, &mut sp, &mut dp)
+            bindings::hpcc_sk_tuple(
+                self.tp.as_ptr().cast(),
+                &mut net,
+                sa.as_mut_ptr(),
+                da.as_mut_ptr(),
+                &mut sp,
+                &mut dp,
+            )
         };
         if !ok {
             return None;
         }
         let t = crate::hpcc_core::probe::Tuple {
-            saddr: sa.to_ne_bytes(),
-            daddr: da.to_ne_bytes(),
+            saddr: sa,
+            daddr: da,
             sport: u16::from_be(sp),
             dport: u16::from_be(dp),
         };

@@ -1,6 +1,6 @@
 //! Probe and response packets for TCP (draft section 7.2), as laid out in
-//! `include/hpcc_probe.h`: an IPv4 header, a 20-byte TCP header with the
-//! flow's ports, then
+//! `include/hpcc_probe.h`: an IPv4 header (no options) or an IPv6 header (no
+//! extension headers), a 20-byte TCP header with the flow's ports, then
 //!
 //! ```text
 //! magic:32 | version:8 | type:8 | len:16 | nonce:32 | snd_nxt:32 | INT stack (68 bytes)
@@ -43,8 +43,17 @@ pub const PAYLOAD_LEN: usize = HDR_LEN + INT_LEN;
 pub const TCP_HDR_LEN: usize = 20;
 /// The IPv4 header of probes and responses the module builds (no options).
 pub const IPV4_HDR_LEN: usize = 20;
-/// A whole probe or response as the module builds it.
+/// The IPv6 header of probes and responses (no extension headers).
+pub const IPV6_HDR_LEN: usize = 40;
+/// A whole IPv4 probe or response as the module builds it.
 pub const PACKET_LEN: usize = IPV4_HDR_LEN + TCP_HDR_LEN + PAYLOAD_LEN;
+/// A whole IPv6 probe or response.
+pub const PACKET6_LEN: usize = IPV6_HDR_LEN + TCP_HDR_LEN + PAYLOAD_LEN;
+/// The largest packet [`build_probe`] and [`build_response`] write.
+pub const MAX_PACKET_LEN: usize = PACKET6_LEN;
+/// Bytes of a packet [`is_candidate`] needs (the IPv4 header without
+/// options; its first 8 bytes for IPv6).
+pub const CANDIDATE_LEN: usize = IPV4_HDR_LEN;
 
 const IPPROTO_TCP: u8 = 6;
 
@@ -57,21 +66,63 @@ pub enum Kind {
     Response,
 }
 
-/// An IPv4 TCP 4-tuple as it appears on the wire (addresses as their four
-/// bytes, ports in host order), oriented source to destination.
+/// A TCP 4-tuple as it appears on the wire (addresses as their bytes in
+/// network order, ports in host order), oriented source to destination.
+///
+/// Addresses are IPv6; an IPv4 address is stored IPv4-mapped
+/// (`::ffff:a.b.c.d`, RFC 4291 2.5.5.2), as the kernel's dual-stack sockets
+/// keep it. A tuple whose two addresses are both mapped is an IPv4 flow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Tuple {
     /// Source address.
-    pub saddr: [u8; 4],
+    pub saddr: [u8; 16],
     /// Destination address.
-    pub daddr: [u8; 4],
+    pub daddr: [u8; 16],
     /// Source port.
     pub sport: u16,
     /// Destination port.
     pub dport: u16,
 }
 
+/// `a` as an IPv4-mapped IPv6 address.
+pub const fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+}
+
+/// The IPv4 address of an IPv4-mapped IPv6 address, `None` for others.
+pub fn v4_unmapped(a: &[u8; 16]) -> Option<[u8; 4]> {
+    match a {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, b0, b1, b2, b3] => Some([*b0, *b1, *b2, *b3]),
+        _ => None,
+    }
+}
+
 impl Tuple {
+    /// An IPv4 flow.
+    pub const fn v4(saddr: [u8; 4], daddr: [u8; 4], sport: u16, dport: u16) -> Self {
+        Self {
+            saddr: v4_mapped(saddr),
+            daddr: v4_mapped(daddr),
+            sport,
+            dport,
+        }
+    }
+
+    /// Both IPv4 addresses if this is an IPv4 flow (both addresses mapped).
+    pub fn v4_addrs(&self) -> Option<([u8; 4], [u8; 4])> {
+        Some((v4_unmapped(&self.saddr)?, v4_unmapped(&self.daddr)?))
+    }
+
+    /// The length of this flow's probes and responses: [`PACKET_LEN`] for
+    /// IPv4, [`PACKET6_LEN`] for IPv6.
+    pub fn packet_len(&self) -> usize {
+        if self.v4_addrs().is_some() {
+            PACKET_LEN
+        } else {
+            PACKET6_LEN
+        }
+    }
+
     /// The same flow seen from the other end.
     pub const fn reversed(&self) -> Self {
         Self {
@@ -101,11 +152,13 @@ pub struct Packet<'a> {
 /// Why a packet with a probe or response DSCP was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeError {
-    /// Shorter than its headers and payload, or than its IPv4 total length says.
+    /// Shorter than its headers and payload, or than its IPv4 total length
+    /// or IPv6 payload length says.
     Truncated,
     /// An IPv4 fragment.
     Fragment,
-    /// IPv4 or TCP header length field out of range.
+    /// IPv4 or TCP header length field out of range, or IPv4-mapped
+    /// addresses in an IPv6 header.
     BadHeader,
     /// The payload does not start with [`MAGIC`].
     BadMagic,
@@ -127,35 +180,51 @@ fn be32(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_be_bytes(s))
 }
 
-fn addr(b: &[u8], off: usize) -> Option<[u8; 4]> {
-    b.get(off..off.checked_add(4)?)?.try_into().ok()
+fn addr4(b: &[u8], off: usize) -> Option<[u8; 16]> {
+    Some(v4_mapped(b.get(off..off.checked_add(4)?)?.try_into().ok()?))
 }
 
-/// Whether an IPv4 header (at least its first 10 bytes) announces a TCP
-/// packet with the probe or response DSCP: the cheap test before
-/// [`classify`].
-pub fn is_candidate(hdr: &[u8], probe_dscp: u8, response_dscp: u8) -> bool {
-    match (hdr.first(), hdr.get(1), hdr.get(9)) {
-        (Some(&vihl), Some(&tos), Some(&proto)) => {
-            vihl >> 4 == 4 && proto == IPPROTO_TCP && (tos >> 2 == probe_dscp || tos >> 2 == response_dscp)
-        }
-        _ => false,
+fn addr6(b: &[u8], off: usize) -> Option<[u8; 16]> {
+    b.get(off..off.checked_add(16)?)?.try_into().ok()
+}
+
+/// IP version, traffic class (IPv4 TOS) and transport protocol of the
+/// header at the start of `hdr`, if it is long enough to tell (10 bytes
+/// for IPv4, 8 for IPv6). For IPv6 the protocol is the first next header:
+/// probes carry no extension headers.
+fn ip_head(hdr: &[u8]) -> Option<(u8, u8, u8)> {
+    let b0 = *hdr.first()?;
+    let b1 = *hdr.get(1)?;
+    match b0 >> 4 {
+        4 => Some((4, b1, *hdr.get(9)?)),
+        6 => Some((6, ((b0 & 0xf) << 4) | (b1 >> 4), *hdr.get(6)?)),
+        _ => None,
     }
 }
 
-/// Classifies an IPv4 packet (`buf` starts at the IPv4 header).
+/// Whether an IP header (at least its first [`CANDIDATE_LEN`] bytes)
+/// announces a TCP packet with the probe or response DSCP: the cheap test
+/// before [`classify`].
+pub fn is_candidate(hdr: &[u8], probe_dscp: u8, response_dscp: u8) -> bool {
+    match ip_head(hdr) {
+        Some((_, tc, proto)) => proto == IPPROTO_TCP && (tc >> 2 == probe_dscp || tc >> 2 == response_dscp),
+        None => false,
+    }
+}
+
+/// Classifies an IPv4 or IPv6 packet (`buf` starts at the IP header).
 ///
 /// `Ok(None)`: not a TCP packet with the probe or response DSCP, so not
 /// ours. `Ok(Some(p))`: a well-formed probe or response. `Err(e)`: it has
 /// our DSCP and TCP but is malformed; the caller counts and drops it.
 pub fn classify(buf: &[u8], probe_dscp: u8, response_dscp: u8) -> Result<Option<Packet<'_>>, ProbeError> {
-    let (Some(&vihl), Some(&tos), Some(&proto)) = (buf.first(), buf.get(1), buf.get(9)) else {
+    let Some((version, tc, proto)) = ip_head(buf) else {
         return Ok(None);
     };
-    if vihl >> 4 != 4 || proto != IPPROTO_TCP {
+    if proto != IPPROTO_TCP {
         return Ok(None);
     }
-    let dscp = tos >> 2;
+    let dscp = tc >> 2;
     let kind = if dscp == probe_dscp {
         Kind::Probe
     } else if dscp == response_dscp {
@@ -163,21 +232,16 @@ pub fn classify(buf: &[u8], probe_dscp: u8, response_dscp: u8) -> Result<Option<
     } else {
         return Ok(None);
     };
-    let ihl = usize::from(vihl & 0xf) * 4;
-    if ihl < IPV4_HDR_LEN {
-        return Err(ProbeError::BadHeader);
-    }
-    let tot_len = usize::from(be16(buf, 2).ok_or(ProbeError::Truncated)?);
-    let frag = be16(buf, 6).ok_or(ProbeError::Truncated)?;
-    if frag & 0x3fff != 0 {
-        return Err(ProbeError::Fragment);
-    }
-    let pkt = buf.get(..tot_len).ok_or(ProbeError::Truncated)?;
-    let doff = usize::from(pkt.get(ihl + 12).ok_or(ProbeError::Truncated)? >> 4) * 4;
+    let IpBody { pkt, l4, saddr, daddr } = if version == 4 {
+        ipv4_body(buf)?
+    } else {
+        ipv6_body(buf)?
+    };
+    let doff = usize::from(pkt.get(l4 + 12).ok_or(ProbeError::Truncated)? >> 4) * 4;
     if doff < TCP_HDR_LEN {
         return Err(ProbeError::BadHeader);
     }
-    let off = ihl + doff;
+    let off = l4 + doff;
     let payload = pkt.get(off..).ok_or(ProbeError::Truncated)?;
     if payload.len() < PAYLOAD_LEN {
         return Err(ProbeError::Truncated);
@@ -199,10 +263,10 @@ pub fn classify(buf: &[u8], probe_dscp: u8, response_dscp: u8) -> Result<Option<
         return Err(ProbeError::BadLength);
     }
     let tuple = Tuple {
-        saddr: addr(pkt, 12).ok_or(ProbeError::Truncated)?,
-        daddr: addr(pkt, 16).ok_or(ProbeError::Truncated)?,
-        sport: be16(pkt, ihl).ok_or(ProbeError::Truncated)?,
-        dport: be16(pkt, ihl + 2).ok_or(ProbeError::Truncated)?,
+        saddr,
+        daddr,
+        sport: be16(pkt, l4).ok_or(ProbeError::Truncated)?,
+        dport: be16(pkt, l4 + 2).ok_or(ProbeError::Truncated)?,
     };
     Ok(Some(Packet {
         kind,
@@ -211,6 +275,51 @@ pub fn classify(buf: &[u8], probe_dscp: u8, response_dscp: u8) -> Result<Option<
         snd_nxt: be32(payload, 12).ok_or(ProbeError::Truncated)?,
         int: payload.get(INT_OFF..PAYLOAD_LEN).ok_or(ProbeError::Truncated)?,
     }))
+}
+
+/// An IP packet cut to the length its header gives, where its transport
+/// header starts, and its addresses (IPv4 ones mapped).
+struct IpBody<'a> {
+    pkt: &'a [u8],
+    l4: usize,
+    saddr: [u8; 16],
+    daddr: [u8; 16],
+}
+
+/// An IPv4 packet, without fragments.
+fn ipv4_body(buf: &[u8]) -> Result<IpBody<'_>, ProbeError> {
+    let ihl = usize::from(buf.first().ok_or(ProbeError::Truncated)? & 0xf) * 4;
+    if ihl < IPV4_HDR_LEN {
+        return Err(ProbeError::BadHeader);
+    }
+    let tot_len = usize::from(be16(buf, 2).ok_or(ProbeError::Truncated)?);
+    let frag = be16(buf, 6).ok_or(ProbeError::Truncated)?;
+    if frag & 0x3fff != 0 {
+        return Err(ProbeError::Fragment);
+    }
+    let pkt = buf.get(..tot_len).ok_or(ProbeError::Truncated)?;
+    let saddr = addr4(pkt, 12).ok_or(ProbeError::Truncated)?;
+    let daddr = addr4(pkt, 16).ok_or(ProbeError::Truncated)?;
+    Ok(IpBody { pkt, l4: ihl, saddr, daddr })
+}
+
+/// An IPv6 packet without extension headers: as [`ipv4_body`]. IPv4-mapped
+/// addresses never appear on an IPv6 wire (RFC 4038 4.2), and here they
+/// would make an IPv6 packet pass for an IPv4 flow's.
+fn ipv6_body(buf: &[u8]) -> Result<IpBody<'_>, ProbeError> {
+    let plen = usize::from(be16(buf, 4).ok_or(ProbeError::Truncated)?);
+    let pkt = buf.get(..IPV6_HDR_LEN + plen).ok_or(ProbeError::Truncated)?;
+    let saddr = addr6(pkt, 8).ok_or(ProbeError::Truncated)?;
+    let daddr = addr6(pkt, 24).ok_or(ProbeError::Truncated)?;
+    if v4_unmapped(&saddr).is_some() || v4_unmapped(&daddr).is_some() {
+        return Err(ProbeError::BadHeader);
+    }
+    Ok(IpBody {
+        pkt,
+        l4: IPV6_HDR_LEN,
+        saddr,
+        daddr,
+    })
 }
 
 /// The IPv4 header checksum of `hdr` (checksum field included as is).
@@ -233,25 +342,41 @@ fn put(out: &mut [u8], off: usize, bytes: &[u8]) {
     }
 }
 
-/// Writes a complete probe or response of [`PACKET_LEN`] bytes.
-fn build(out: &mut [u8; PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32, int: &[u8]) {
-    *out = [0; PACKET_LEN];
-    // IPv4: no options, DF, TTL 64, Not-ECT.
-    put(out, 0, &[0x45, (dscp & 0x3f) << 2]);
-    put(out, 2, &(PACKET_LEN as u16).to_be_bytes());
-    put(out, 6, &0x4000u16.to_be_bytes());
-    put(out, 8, &[64, IPPROTO_TCP]);
-    put(out, 12, &t.saddr);
-    put(out, 16, &t.daddr);
-    let csum = ipv4_checksum(out.get(..IPV4_HDR_LEN).unwrap_or(&[]));
-    put(out, 10, &csum.to_be_bytes());
+/// Writes a complete probe or response for `t` at the start of `out`:
+/// [`PACKET_LEN`] bytes for an IPv4 flow, [`PACKET6_LEN`] for IPv6. Returns
+/// the length; the rest of `out` is zero.
+fn build(out: &mut [u8; MAX_PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32, int: &[u8]) -> usize {
+    *out = [0; MAX_PACKET_LEN];
+    let tc = (dscp & 0x3f) << 2;
+    let (len, tcp) = match t.v4_addrs() {
+        Some((sa, da)) => {
+            // IPv4: no options, DF, TTL 64, Not-ECT.
+            put(out, 0, &[0x45, tc]);
+            put(out, 2, &(PACKET_LEN as u16).to_be_bytes());
+            put(out, 6, &0x4000u16.to_be_bytes());
+            put(out, 8, &[64, IPPROTO_TCP]);
+            put(out, 12, &sa);
+            put(out, 16, &da);
+            let csum = ipv4_checksum(out.get(..IPV4_HDR_LEN).unwrap_or(&[]));
+            put(out, 10, &csum.to_be_bytes());
+            (PACKET_LEN, IPV4_HDR_LEN)
+        }
+        None => {
+            // IPv6: traffic class = DSCP, Not-ECT; flow label 0; hop limit 64.
+            put(out, 0, &[0x60 | (tc >> 4), (tc & 0xf) << 4]);
+            put(out, 4, &((TCP_HDR_LEN + PAYLOAD_LEN) as u16).to_be_bytes());
+            put(out, 6, &[IPPROTO_TCP, 64]);
+            put(out, 8, &t.saddr);
+            put(out, 24, &t.daddr);
+            (PACKET6_LEN, IPV6_HDR_LEN)
+        }
+    };
     // TCP: ports, seq/ack 0, doff 5, ACK, window 0, checksum 0 (never valid TCP).
-    let tcp = IPV4_HDR_LEN;
     put(out, tcp, &t.sport.to_be_bytes());
     put(out, tcp + 2, &t.dport.to_be_bytes());
     put(out, tcp + 12, &[(TCP_HDR_LEN as u8 / 4) << 4, 0x10]);
     // Payload.
-    let p = IPV4_HDR_LEN + TCP_HDR_LEN;
+    let p = tcp + TCP_HDR_LEN;
     put(out, p, &MAGIC.to_be_bytes());
     let ty = match kind {
         Kind::Probe => TYPE_PROBE,
@@ -262,33 +387,45 @@ fn build(out: &mut [u8; PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce: u32
     put(out, p + 8, &nonce.to_be_bytes());
     put(out, p + 12, &snd_nxt.to_be_bytes());
     put(out, p + INT_OFF, int.get(..INT_LEN).unwrap_or(int));
+    len
 }
 
-/// A fresh probe for the flow `t` (sender to receiver) with an empty INT stack.
-pub fn build_probe(out: &mut [u8; PACKET_LEN], t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32) {
-    build(out, Kind::Probe, t, dscp, nonce, snd_nxt, &[0; INT_LEN]);
+/// A fresh probe for the flow `t` (sender to receiver) with an empty INT
+/// stack, at the start of `out`; returns its length.
+pub fn build_probe(out: &mut [u8; MAX_PACKET_LEN], t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
+    build(out, Kind::Probe, t, dscp, nonce, snd_nxt, &[0; INT_LEN])
 }
 
 /// The response to probe `p`: reversed tuple, response DSCP, the probe's
-/// nonce, `snd_nxt` and INT stack.
-pub fn build_response(out: &mut [u8; PACKET_LEN], p: &Packet<'_>, dscp: u8) {
-    build(out, Kind::Response, &p.tuple.reversed(), dscp, p.nonce, p.snd_nxt, p.int);
+/// nonce, `snd_nxt` and INT stack. Returns its length.
+pub fn build_response(out: &mut [u8; MAX_PACKET_LEN], p: &Packet<'_>, dscp: u8) -> usize {
+    build(out, Kind::Response, &p.tuple.reversed(), dscp, p.nonce, p.snd_nxt, p.int)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const T: Tuple = Tuple {
-        saddr: [10, 0, 1, 1],
-        daddr: [10, 0, 2, 1],
+    const T: Tuple = Tuple::v4([10, 0, 1, 1], [10, 0, 2, 1], 40000, 5201);
+
+    /// fd00:1::1 to fd00:2::1.
+    const T6: Tuple = Tuple {
+        saddr: [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+        daddr: [0xfd, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
         sport: 40000,
         dport: 5201,
     };
 
     fn probe() -> [u8; PACKET_LEN] {
-        let mut b = [0; PACKET_LEN];
-        build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345);
+        let mut b = [0; MAX_PACKET_LEN];
+        assert_eq!(build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345), PACKET_LEN);
+        assert!(b[PACKET_LEN..].iter().all(|&x| x == 0));
+        b[..PACKET_LEN].try_into().unwrap()
+    }
+
+    fn probe6() -> [u8; PACKET6_LEN] {
+        let mut b = [0; MAX_PACKET_LEN];
+        assert_eq!(build_probe(&mut b, &T6, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345), PACKET6_LEN);
         b
     }
 
@@ -312,13 +449,85 @@ mod tests {
         b[40 + INT_OFF] = 0x10 | 0x0a;
         b[40 + INT_OFF + 4] = 0x8f;
         let p = classify(&b, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
-        let mut r = [0; PACKET_LEN];
-        build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT);
-        let q = classify(&r, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        let mut r = [0; MAX_PACKET_LEN];
+        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT), PACKET_LEN);
+        let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
         assert_eq!(q.kind, Kind::Response);
         assert_eq!(q.tuple, T.reversed());
         assert_eq!((q.nonce, q.snd_nxt), (p.nonce, p.snd_nxt));
         assert_eq!(q.int, p.int);
+    }
+
+    #[test]
+    fn tuple_families() {
+        assert_eq!(T.v4_addrs(), Some(([10, 0, 1, 1], [10, 0, 2, 1])));
+        assert_eq!(T.saddr[..12], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+        assert_eq!((T.packet_len(), T6.packet_len()), (PACKET_LEN, PACKET6_LEN));
+        assert_eq!(T6.v4_addrs(), None);
+        // One mapped address is not an IPv4 flow.
+        let mixed = Tuple { daddr: T6.daddr, ..T };
+        assert_eq!(mixed.v4_addrs(), None);
+        assert_eq!(v4_unmapped(&v4_mapped([1, 2, 3, 4])), Some([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn probe6_round_trip_and_response() {
+        let b = probe6();
+        // Version 6, traffic class 0x2c (DSCP 11, Not-ECT), flow label 0,
+        // payload 104, next header TCP, hop limit 64.
+        assert_eq!(&b[..8], &[0x62, 0xc0, 0, 0, 0, 104, 6, 64]);
+        assert!(is_candidate(&b[..CANDIDATE_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT));
+        assert!(!is_candidate(&b[..CANDIDATE_LEN], 1, 2));
+        let p = classify(&b, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        assert_eq!(p.kind, Kind::Probe);
+        assert_eq!(p.tuple, T6);
+        assert_eq!((p.nonce, p.snd_nxt), (0xdead_beef, 12345));
+        assert_eq!(&b[56..58], &[0, 0], "TCP checksum is zero by design");
+        let mut s = b;
+        s[60 + INT_OFF] = 0x10 | 0x0a;
+        let p = classify(&s, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        let mut r = [0; MAX_PACKET_LEN];
+        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT), PACKET6_LEN);
+        let q = classify(&r, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        assert_eq!(q.kind, Kind::Response);
+        assert_eq!(q.tuple, T6.reversed());
+        assert_eq!(q.int, p.int);
+        // Trailing bytes beyond the payload length are not part of it.
+        let mut long = [0u8; PACKET6_LEN + 8];
+        long[..PACKET6_LEN].copy_from_slice(&b);
+        assert_eq!(classify(&long, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap().tuple, T6);
+    }
+
+    #[test]
+    fn malformed6_is_rejected() {
+        let d = (DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT);
+        let b = probe6();
+        for n in 7..PACKET6_LEN {
+            assert!(classify(&b[..n], d.0, d.1).is_err(), "truncated to {n}");
+        }
+        // A payload length that runs past the buffer.
+        let mut l = b;
+        l[5] = 105;
+        assert_eq!(classify(&l, d.0, d.1), Err(ProbeError::Truncated));
+        // IPv4-mapped addresses on an IPv6 wire.
+        let mut m = b;
+        m[8..24].copy_from_slice(&v4_mapped([10, 0, 1, 1]));
+        assert_eq!(classify(&m, d.0, d.1), Err(ProbeError::BadHeader));
+        // An extension header first (hop-by-hop): not a probe of ours.
+        let mut h = b;
+        h[6] = 0;
+        assert_eq!(classify(&h, d.0, d.1), Ok(None));
+        let cases: [(usize, u8, ProbeError); 4] = [
+            (60, 0, ProbeError::BadMagic),
+            (64, 9, ProbeError::BadVersion),
+            (65, TYPE_RESPONSE, ProbeError::BadType),
+            (52, 0x40, ProbeError::BadHeader),
+        ];
+        for (off, v, e) in cases {
+            let mut c = b;
+            c[off] = v;
+            assert_eq!(classify(&c, d.0, d.1), Err(e), "byte {off} = {v}");
+        }
     }
 
     #[test]
@@ -369,11 +578,15 @@ mod tests {
                 x ^= x << 17;
                 *b = x as u8;
             }
-            // Steer half the inputs into our DSCP/protocol space.
-            if i % 2 == 0 {
+            // Steer half the inputs into our DSCP/protocol space, IPv4 and IPv6.
+            if i % 4 == 0 {
                 buf[0] = 0x45;
                 buf[1] = DSCP_RESPONSE_DEFAULT << 2;
                 buf[9] = 6;
+            } else if i % 4 == 2 {
+                buf[0] = 0x60 | (DSCP_RESPONSE_DEFAULT >> 2);
+                buf[1] = (DSCP_RESPONSE_DEFAULT & 3) << 6;
+                buf[6] = 6;
             }
             let n = (x as usize >> 8) % buf.len();
             if let Ok(Some(p)) = classify(&buf[..n], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT) {
