@@ -27,7 +27,7 @@
  * a whole; the queue histogram is still sampled once per segment, each
  * segment seeing the bytes ahead of it.
  *
- * Probes (IPv4, TCP, DSCP == probe DSCP, payload beginning with the
+ * Probes (IPv4 or IPv6 without extension headers, TCP, DSCP == probe DSCP, payload beginning with the
  * hpcc_probe_hdr of a PROBE) get one INT hop record, see include/hpcc_int.h:
  *   speed   the configured speed code,
  *   ts      departure (last bit out, = next above) in 2 ns units,
@@ -41,6 +41,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
@@ -106,41 +107,69 @@ static __always_inline int unit_shift(__u32 code)
 
 enum pkt_kind { PKT_OTHER, PKT_PROBE, PKT_RESPONSE };
 
-/* What the packet is; for an IPv4 packet also its TOS byte and, for a
- * probe, the offset of its INT stack and its nHop/pathID word. */
+/* What the packet is; for an IP packet also its TOS byte (IPv4) or
+ * traffic class (IPv6) and, for a probe, the offset of its INT stack and its
+ * nHop/pathID word. */
 struct pkt_info {
 	__u32 kind;
 	__u32 int_off;
 	__u32 segs;
-	__u16 word0;	/* version/IHL and TOS, network order */
+	__u16 word0;	/* the first two bytes of the IP header, network order */
 	__u16 int_word;	/* nHop:4 | pathID:12, host order */
 	__u16 sport;	/* TCP source port, host order */
 	__u8 tos;
-	__u8 is_ip;
+	__u8 is_ip;	/* 4 or 6; 0 for anything else */
 };
+
+/* The IP header: TOS or traffic class and, if it is TCP (and, for IPv4,
+ * not a fragment; for IPv6, without extension headers), where TCP starts.
+ * Returns 0 if the transport is not TCP. */
+static __always_inline __u32 ip_head(struct __sk_buff *skb, struct pkt_info *pi)
+{
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr iph;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &iph, sizeof(iph)) < 0)
+			return 0;
+		if (iph.version != 4 || iph.ihl < 5)
+			return 0;
+		pi->is_ip = 4;
+		pi->tos = iph.tos;
+		__builtin_memcpy(&pi->word0, &iph, 2);
+		if (iph.protocol != IPPROTO_TCP ||
+		    (iph.frag_off & bpf_htons(0x3fff)))	/* MF or a fragment offset */
+			return 0;
+		return ETH_HLEN + iph.ihl * 4;
+	}
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6h;
+		__u8 *b = (__u8 *)&ip6h;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6h, sizeof(ip6h)) < 0)
+			return 0;
+		if ((b[0] >> 4) != 6)
+			return 0;
+		pi->is_ip = 6;
+		pi->tos = (b[0] << 4) | (b[1] >> 4);
+		__builtin_memcpy(&pi->word0, b, 2);
+		if (ip6h.nexthdr != IPPROTO_TCP)
+			return 0;
+		return ETH_HLEN + sizeof(ip6h);
+	}
+	return 0;
+}
 
 static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 				     struct pkt_info *pi)
 {
 	struct hpcc_probe_hdr ph;
-	struct iphdr iph;
 	__u8 doff_byte;
 	__u32 l4, pay;
 	__be16 w;
 
-	if (skb->protocol != bpf_htons(ETH_P_IP))
+	l4 = ip_head(skb, pi);
+	if (!l4)
 		return;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &iph, sizeof(iph)) < 0)
-		return;
-	if (iph.version != 4 || iph.ihl < 5)
-		return;
-	pi->is_ip = 1;
-	pi->tos = iph.tos;
-	__builtin_memcpy(&pi->word0, &iph, 2);
-	if (iph.protocol != IPPROTO_TCP ||
-	    (iph.frag_off & bpf_htons(0x3fff)))	/* MF or a fragment offset */
-		return;
-	l4 = ETH_HLEN + iph.ihl * 4;
 	if (bpf_skb_load_bytes(skb, l4, &w, sizeof(w)) < 0)
 		return;
 	pi->sport = bpf_ntohs(w);
@@ -157,7 +186,7 @@ static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 		pi->kind = PKT_RESPONSE;
 		return;
 	}
-	if (ph.type != HPCC_PROBE_TYPE_PROBE || (iph.tos >> 2) != probe_dscp)
+	if (ph.type != HPCC_PROBE_TYPE_PROBE || (pi->tos >> 2) != probe_dscp)
 		return;
 	/* The whole INT space must be there: switches stamp in place. */
 	pi->int_off = pay + HPCC_PROBE_INT_OFF;
@@ -300,7 +329,7 @@ int int_switch_egress(struct __sk_buff *skb)
 		bpf_skb_set_tstamp(skb, end_ps / PS_PER_NS + c->delay_ns,
 				   BPF_SKB_TSTAMP_DELIVERY_MONO);
 
-	if (mark) {
+	if (mark && pi.is_ip == 4) {
 		__u8 tos = pi.tos | 3;
 		__u16 to = pi.word0;
 
@@ -308,6 +337,12 @@ int int_switch_egress(struct __sk_buff *skb)
 		bpf_l3_csum_replace(skb, ETH_HLEN + offsetof(struct iphdr, check),
 				    pi.word0, to, 2);
 		bpf_skb_store_bytes(skb, ETH_HLEN + 1, &tos, 1, 0);
+	} else if (mark) {
+		/* The ECN bits of the traffic class are bits 5:4 of the second
+		 * byte; IPv6 has no header checksum. */
+		__u8 b1 = ((__u8 *)&pi.word0)[1] | 0x30;
+
+		bpf_skb_store_bytes(skb, ETH_HLEN + 1, &b1, 1, 0);
 	}
 
 	if (stamp) {
