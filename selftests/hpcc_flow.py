@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bulk TCP flows with exact byte accounting, and hostile HPCC++ responses.
 
-  hpcc_flow.py serve PORT [--once] [--cc ALGO]
+  hpcc_flow.py serve PORT [--once] [--cc ALGO] [--bind ADDR]
         accept connections, read each to EOF, print {"bytes": N} per connection;
         --cc sets the listener's (and so the connections') algorithm, which
-        dctcp needs at both ends to negotiate ECN
+        dctcp needs at both ends to negotiate ECN; --bind :: listens on IPv6
+        and, dual-stack, on IPv4 (default 0.0.0.0, IPv4 only)
   hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
                 [--maxrate MBIT] [--started FILE]
         send for SECONDS, close gracefully, print {"bytes","secs","mbps"};
+        an address with ':' (fd00::1, or ::ffff:10.0.2.1 for an IPv4 peer of
+        a dual-stack socket) makes an AF_INET6 socket;
         --maxrate caps the socket's pacing rate (SO_MAX_PACING_RATE): an
         open-loop sender at a fixed rate, the reference for what the host
         stack itself does to the queue; --started writes the CLOCK_MONOTONIC
@@ -39,14 +42,21 @@ INT_HDR, HOP, MAX_HOPS = 4, 8, 8
 PAYLOAD = 16 + INT_HDR + HOP * MAX_HOPS
 
 
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
 def serve(argv):
     port = int(argv[0])
     once = "--once" in argv
-    ls = socket.socket()
+    bind = argv[argv.index("--bind") + 1] if "--bind" in argv else "0.0.0.0"
+    ls = socket.socket(family(bind))
     if "--cc" in argv:
         ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, argv[argv.index("--cc") + 1].encode())
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("0.0.0.0", port))
+    if family(bind) == socket.AF_INET6:
+        ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    ls.bind((bind, port))
     ls.listen(16)
     while True:
         c, _ = ls.accept()
@@ -65,7 +75,7 @@ def serve(argv):
 def send(argv):
     dst, port, secs = argv[0], int(argv[1]), float(argv[2])
     opts = dict(zip(argv[3::2], argv[4::2]))
-    s = socket.socket()
+    s = socket.socket(family(dst))
     if "--cc" in opts:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
     if "--maxrate" in opts:
@@ -73,7 +83,7 @@ def send(argv):
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
                      struct.pack("=Q", int(float(opts["--maxrate"]) * 1e6 / 8)))
     if "--sport" in opts:
-        s.bind((opts.get("--bind", "0.0.0.0"), int(opts["--sport"])))
+        s.bind((opts.get("--bind", "::" if family(dst) == socket.AF_INET6 else "0.0.0.0"), int(opts["--sport"])))
     s.connect((dst, port))
     # CLOCK_MONOTONIC, the emulator's clock: when this flow really started
     # (python itself can take a second or two to get here under TCG).

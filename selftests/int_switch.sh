@@ -340,6 +340,30 @@ intsw_topo_chain() { # intsw_topo_chain NSND NSW RTT_US
 	_intsw_commit
 }
 
+# IPv6 on a chain topology built by intsw_topo_chain (or a wrapper of it),
+# beside its IPv4: sender i is fd00:1:i::1, the receiver fd00:2::1, links
+# between switches fd00:3:k::/64. No DAD, so addresses work at once.
+intsw_ipv6() { # intsw_ipv6 NSND NSW
+	local nsnd=$1 nsw=$2 i k
+	for i in $(seq 1 "$nsnd"); do
+		ip -n "hpcc-s$i" addr add "fd00:1:$i::1/64" dev eth0 nodad || return 1
+		ip -n hpcc-sw1 addr add "fd00:1:$i::2/64" dev "s$i" nodad || return 1
+		ip -n "hpcc-s$i" -6 route add default via "fd00:1:$i::2" || return 1
+	done
+	for k in $(seq 1 $((nsw - 1))); do
+		ip -n "hpcc-sw$k" addr add "fd00:3:$k::1/64" dev next nodad || return 1
+		ip -n "hpcc-sw$((k + 1))" addr add "fd00:3:$k::2/64" dev prev nodad || return 1
+		ip -n "hpcc-sw$k" -6 route add fd00:2::/64 via "fd00:3:$k::2" || return 1
+		ip -n "hpcc-sw$((k + 1))" -6 route add default via "fd00:3:$k::1" || return 1
+	done
+	ip -n "hpcc-sw$nsw" addr add fd00:2::2/64 dev rcv nodad || return 1
+	ip -n hpcc-rcv addr add fd00:2::1/64 dev eth0 nodad || return 1
+	ip -n hpcc-rcv -6 route add default via fd00:2::2 || return 1
+	for k in $(seq 1 "$nsw"); do
+		ip netns exec "hpcc-sw$k" sysctl -qw net.ipv6.conf.all.forwarding=1 || return 1
+	done
+}
+
 _intsw_kv() { # _intsw_kv KEY DEFAULT ARGS... -> value of KEY= in ARGS, else DEFAULT
 	local k=$1 v=$2 a
 	shift 2

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kselftest: HPCC++ telemetry for IPv6 flows and dual-stack sockets.
+#
+# One sender, one emulated INT switch (100 Mbit/s, 2 ms, CE marking at
+# BDP/4), one receiver, with IPv4 and IPv6 addresses (int_switch.sh
+# intsw_topo_fanin + intsw_ipv6):
+#
+#  - an hpcc flow over IPv6 sends probes that the switch stamps, the
+#    receiver's module answers and the sender accepts; its window is set
+#    from them (tracepoint events with one hop and the port's link rate);
+#  - no IPv6 probe or response reaches a socket or TCP: exact application
+#    bytes, no RST, no checksum error;
+#  - an AF_INET6 socket talking to an IPv4 peer (::ffff:10.0.2.1, a
+#    dual-stack application) gets telemetry too, through IPv4 probes (an
+#    IPv6 packet with IPv4-mapped addresses would be refused as malformed);
+#  - the switch CE-marks IPv6 packets, so dctcp is a baseline over IPv6 too.
+#
+# KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
+
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+. "$here/int_switch.sh"
+
+FLOW=$here/hpcc_flow.py
+RESULTS=${HPCC_RESULTS:-/tmp}
+RATE_MBIT=${RATE_MBIT:-100}
+RTT_US=${RTT_US:-2000}
+BDP=$((RATE_MBIT * 1000000 / 8 * RTT_US / 1000000))
+SECS=${SECS:-4}
+TR=/sys/kernel/tracing
+
+require_root_and_vm
+require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
+
+ktap_header 6
+trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
+
+stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
+nst() { ip netns exec "$1" nstat -az "$2" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
+jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+COUNTERS="probes_sent probes_received probes_no_socket responses_sent responses_received responses_accepted samples_applied"
+
+install_module >/dev/null 2>&1 && modprobe tcp_hpcc ||
+	{ ktap_fail "module_loads"; ktap_finish; }
+intsw_build >/dev/null || { ktap_fail "switch_emulator_builds"; ktap_finish; }
+t_topology() {
+	intsw_topo_fanin 1 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" ecn_k=$((BDP / 4)) &&
+		intsw_ipv6 1 1 &&
+		ip -n hpcc-s1 route get fd00:2::1 | grep -q 'via fd00:1:1::2 dev eth0' &&
+		ip -n hpcc-rcv route get fd00:1:1::1 | grep -q 'via fd00:2::2 dev eth0' &&
+		ip -n hpcc-sw1 route get fd00:2::1 | grep -q 'dev rcv' &&
+		ip -n hpcc-s1 route get 10.0.2.1 | grep -q 'dev eth0'
+}
+ktap_check "dual_stack_topology" t_topology
+grep -qs tracefs /proc/mounts || mount -t tracefs nodev $TR 2>/dev/null
+
+# flow NAME DST ALGO SERVE_BIND: one SECS-long flow; counter deltas in
+# D_<counter>, the switch port's in SW_<key>, the flow's trace lines (if
+# the tracepoint exists) in $RESULTS/hpcc_ipv6.NAME.trace.
+flow() {
+	local name=$1 dst=$2 algo=$3 bind=$4 k srv
+	declare -gA B=() D=() SW0=() SW=()
+	for k in $COUNTERS; do B[$k]=$(stat "$k"); done
+	for k in probes_stamped ce_marks tx_bytes; do SW0[$k]=$(intsw_get hpcc-sw1 rcv "$k"); done
+	if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
+		echo >$TR/trace
+		echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
+	fi
+	timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" \
+		>"$RESULTS/hpcc_ipv6.$name.serve.json" &
+	srv=$!
+	for _ in $(seq 1 50); do
+		[ "$(ip netns exec hpcc-rcv ss -ltnH 'sport = :5201' | wc -l)" -ge 1 ] && break
+		sleep 0.1
+	done
+	timeout 60 ip netns exec hpcc-s1 python3 "$FLOW" send "$dst" 5201 "$SECS" --cc "$algo" \
+		>"$RESULTS/hpcc_ipv6.$name.send.json"
+	wait $srv
+	sleep 0.3
+	if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
+		echo 0 >$TR/events/tcp_hpcc/hpcc_sample/enable
+		grep 'hpcc_sample: ' $TR/trace >"$RESULTS/hpcc_ipv6.$name.trace"
+	fi
+	for k in $COUNTERS; do D[$k]=$(($(stat "$k") - ${B[$k]})); done
+	for k in probes_stamped ce_marks tx_bytes; do SW[$k]=$(($(intsw_get hpcc-sw1 rcv "$k") - ${SW0[$k]})); done
+	ktap_info "$name: $(jget "$RESULTS/hpcc_ipv6.$name.send.json" mbps) Mbit/s; probes sent ${D[probes_sent]}" \
+		"received ${D[probes_received]} (${D[probes_no_socket]} without a socket), stamped ${SW[probes_stamped]};" \
+		"responses sent ${D[responses_sent]}" \
+		"received ${D[responses_received]} accepted ${D[responses_accepted]}; samples applied" \
+		"${D[samples_applied]}; CE marks ${SW[ce_marks]}"
+}
+
+# Trace lines of a flow from SRC to DST:5201 with one hop at the port's rate.
+one_hop_lines() { # one_hop_lines NAME SRC DST
+	grep -c "src=$2:[0-9]* dst=$3:5201 ev=[0-4] hop=0/1 .* link=$((RATE_MBIT * 1000000 / 8))\$" \
+		"$RESULTS/hpcc_ipv6.$1.trace"
+}
+
+for ns in hpcc-s1 hpcc-rcv; do ip netns exec "$ns" nstat -n >/dev/null 2>&1; done
+flow v6 fd00:2::1 hpcc ::
+V6_TRACE=$(one_hop_lines v6 '\[fd00:1:1::1\]' '\[fd00:2::1\]' 2>/dev/null)
+
+t_v6_telemetry() {
+	echo "tcp_hpcc:hpcc_sample events of the IPv6 flow with one hop at B: ${V6_TRACE:-none}"
+	[ "${D[probes_sent]}" -ge 20 ] || { echo "too few probes: ${D[probes_sent]}"; return 1; }
+	# Every probe that arrives is answered, but for the last one or two
+	# that can arrive after the connection closed (no socket to answer
+	# for). Responses travel the unshaped reverse path. A probe can meet a
+	# full drop-tail buffer, and a response can find the mailbox busy or
+	# come late on a stalled host, so 90% of the probes, not all, must come
+	# back accepted.
+	[ "${D[probes_received]}" -eq $((D[responses_sent] + D[probes_no_socket])) ] &&
+		[ "${D[probes_no_socket]}" -le 2 ] &&
+		[ "${D[responses_received]}" -eq "${D[responses_sent]}" ] &&
+		[ "${SW[probes_stamped]}" -ge "${D[probes_received]}" ] &&
+		[ $((10 * D[responses_accepted])) -ge $((9 * D[probes_sent])) ] || return 1
+	[ "${D[samples_applied]}" -ge 10 ] || { echo "too few samples applied"; return 1; }
+	[ -n "$V6_TRACE" ] && [ "$V6_TRACE" -ge 10 ]
+}
+ktap_check "ipv6_probes_stamped_answered_and_applied" t_v6_telemetry
+
+t_v6_no_socket() {
+	local sent got ns rsts csum
+	sent=$(jget "$RESULTS/hpcc_ipv6.v6.send.json" bytes)
+	got=$(jget "$RESULTS/hpcc_ipv6.v6.serve.json" bytes)
+	echo "application bytes: sent $sent, received $got"
+	[ "$sent" -gt 0 ] && [ "$sent" -eq "$got" ] || return 1
+	for ns in hpcc-s1 hpcc-rcv; do
+		rsts=$(nst "$ns" TcpOutRsts)
+		csum=$(nst "$ns" TcpInCsumErrors)
+		echo "$ns: TcpOutRsts=${rsts:-0} TcpInCsumErrors=${csum:-0}"
+		[ "${rsts:-0}" -eq 0 ] && [ "${csum:-0}" -eq 0 ] || return 1
+	done
+}
+ktap_check "ipv6_probes_never_reach_a_socket_or_tcp" t_v6_no_socket
+
+# A dual-stack application: an AF_INET6 socket to an IPv4 peer.
+flow mapped ::ffff:10.0.2.1 hpcc ::
+MAPPED_TRACE=$(one_hop_lines mapped '\[::ffff:10.1.1.1\]' '\[::ffff:10.0.2.1\]' 2>/dev/null)
+t_mapped() {
+	echo "tcp_hpcc:hpcc_sample events of the v4-mapped flow with one hop at B: ${MAPPED_TRACE:-none}"
+	[ "${D[probes_sent]}" -ge 20 ] &&
+		[ "${SW[probes_stamped]}" -ge "${D[probes_received]}" ] &&
+		[ $((10 * D[responses_accepted])) -ge $((9 * D[probes_sent])) ] &&
+		[ "${D[samples_applied]}" -ge 10 ] &&
+		[ -n "$MAPPED_TRACE" ] && [ "$MAPPED_TRACE" -ge 10 ]
+}
+ktap_check "v4_mapped_socket_probes_over_ipv4" t_mapped
+
+ip netns exec hpcc-s1 nstat -n >/dev/null 2>&1
+flow dctcp6 fd00:2::1 dctcp ::
+t_dctcp6() {
+	local ce
+	ce=$(nst hpcc-s1 TcpExtTCPDeliveredCE)
+	echo "dctcp over IPv6: switch CE marks ${SW[ce_marks]}, sender TCPDeliveredCE ${ce:-0}; tcp_hpcc probes sent ${D[probes_sent]}"
+	# CE marks reach dctcp's sender, and an algorithm other than hpcc
+	# sends no probes.
+	[ "${SW[ce_marks]}" -gt 0 ] && [ "${ce:-0}" -gt 0 ] && [ "${D[probes_sent]}" -eq 0 ]
+}
+ktap_check "ipv6_ce_marking_reaches_dctcp" t_dctcp6
+
+t_no_warnings() {
+	! dmesg | grep -E 'WARNING:|BUG:|Oops|panicked|refcount_t' | grep -v '^$'
+}
+ktap_check "no_kernel_warnings" t_no_warnings
+
+ktap_finish
