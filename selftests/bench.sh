@@ -36,8 +36,8 @@ JSON=$RESULTS/bench.jsonl
 : >"$JSON"
 
 install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "bench: cannot load tcp_hpcc"; exit 1; }
-# At most 4 flows share the bottleneck: the drafts' N in W_ai = W_init(1-eta)/N.
-echo 4 >/sys/module/tcp_hpcc/parameters/expected_flows
+# The drafts' sizing for this link (bench_lib.sh): W_init = B*T, N = 4.
+bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4 >&2 || { echo "bench: cannot set tcp_hpcc's knobs"; exit 1; }
 intsw_build >/dev/null || { echo "bench: cannot build the switch emulator"; exit 1; }
 trap 'intsw_cleanup' EXIT
 

@@ -50,8 +50,9 @@ trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 : >"$JSON"
 
 install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
-# At most 4 flows share a link here: the drafts' N in W_ai = W_init(1-eta)/N.
-echo 4 >/sys/module/tcp_hpcc/parameters/expected_flows
+# The drafts' sizing for this link (bench_lib.sh): W_init = B*T, N = 4.
+KNOBS=$(bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4) || { ktap_fail "hpcc_knobs"; ktap_finish; }
+ktap_info "$KNOBS"
 intsw_build >/dev/null || { ktap_fail "switch_emulator_builds"; ktap_finish; }
 
 run() { # run NAME ALGO|paced90 N TOPO [key=value...] -> JSON line in $JSON, echoed
