@@ -80,7 +80,7 @@ HPCC_PARAM(probe_commit,
 HPCC_PARAM(u_weight_pct,
 	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
 HPCC_PARAM(max_increase_pct,
-	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 150)");
+	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 125)");
 HPCC_PARAM(qlen_min_filter,
 	   "1: queue term min(qlen, previous qlen), the drafts' filter (with one probe per RTT it reacts an RTT late); 0: the current qlen (default 0)");
 HPCC_PARAM(pacing_shift,

@@ -85,7 +85,7 @@ knobs! {
     hpcc_param_window_validation, "window_validation", 1, window_validation;
     hpcc_param_probe_commit, "probe_commit", 1, probe_commit;
     hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
-    hpcc_param_max_increase_pct, "max_increase_pct", 150, max_increase_pct;
+    hpcc_param_max_increase_pct, "max_increase_pct", 125, max_increase_pct;
     hpcc_param_qlen_min_filter, "qlen_min_filter", 0, qlen_min_filter;
 }
 

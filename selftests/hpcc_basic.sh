@@ -74,6 +74,7 @@ t_params() {
 	[ "$(cat $p/qlen_min_filter)" = 0 ] || { echo "qlen_min_filter default $(cat $p/qlen_min_filter)"; return 1; }
 	echo 2 >"$p/qlen_min_filter" 2>/dev/null && { echo "qlen_min_filter=2 accepted"; return 1; }
 	echo 2 >"$p/window_validation" 2>/dev/null && { echo "window_validation=2 accepted"; return 1; }
+	[ "$(cat $p/max_increase_pct)" = 125 ] || { echo "max_increase_pct default $(cat $p/max_increase_pct)"; return 1; }
 	echo 100 >"$p/max_increase_pct" 2>/dev/null && { echo "max_increase_pct=100 accepted"; return 1; }
 	echo 1 >"$p/qlen_min_filter" && [ "$(cat $p/qlen_min_filter)" = 1 ] || { echo "qlen_min_filter=1 refused"; return 1; }
 	echo 0 >"$p/qlen_min_filter" || return 1
