@@ -196,6 +196,27 @@ require_tools() {
 
 # Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
 # for the running kernel with the module under extra/, then depmod.
+# hpcc_stat KEY: one of tcp_hpcc's event counters.
+hpcc_stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
+
+# netns_nstat NS KEY: a SNMP/netstat counter of a netns (absolute, 0 if unset).
+netns_nstat() {
+	ip netns exec "$1" nstat -az "$2" 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }'
+}
+
+# tcp_untouched NS...: no RST sent and no TCP checksum error in any of the
+# netns (probes and responses carry TCP checksum 0: one reaching TCP would
+# count as a checksum error, or draw an RST). Prints the counters.
+tcp_untouched() {
+	local ns rsts csum
+	for ns in "$@"; do
+		rsts=$(netns_nstat "$ns" TcpOutRsts)
+		csum=$(netns_nstat "$ns" TcpInCsumErrors)
+		echo "$ns: TcpOutRsts=$rsts TcpInCsumErrors=$csum"
+		[ "$rsts" -eq 0 ] && [ "$csum" -eq 0 ] || return 1
+	done
+}
+
 install_module() {
 	local ko=${HPCC_KO:-$HPCC_ROOT/tcp_hpcc.ko}
 	local kver moddir
