@@ -101,15 +101,25 @@ bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk)
 
 /*
  * Addresses cross the shim as 16 bytes, IPv4 ones IPv4-mapped
- * (::ffff:a.b.c.d), as dual-stack sockets keep them.
+ * (::ffff:a.b.c.d), as dual-stack sockets keep them. Rust's byte arrays
+ * have no alignment, so they are copied in and out of struct in6_addr
+ * (which has 4-byte alignment) with memcpy, never cast.
  */
+static struct in6_addr hpcc_in6(const u8 a[16])
+{
+	struct in6_addr in6;
+
+	memcpy(&in6, a, sizeof(in6));
+	return in6;
+}
+
 static bool hpcc_v4(const u8 a[16], __be32 *v4)
 {
-	const struct in6_addr *in6 = (const struct in6_addr *)a;
+	struct in6_addr in6 = hpcc_in6(a);
 
-	if (!ipv6_addr_v4mapped(in6))
+	if (!ipv6_addr_v4mapped(&in6))
 		return false;
-	*v4 = in6->s6_addr32[3];
+	*v4 = in6.s6_addr32[3];
 	return true;
 }
 
@@ -117,11 +127,14 @@ bool hpcc_sk_tuple(const struct sock *sk, struct net **net, u8 saddr[16],
 		   u8 daddr[16], __be16 *sport, __be16 *dport)
 {
 	const struct inet_sock *inet = inet_sk(sk);
+	struct in6_addr s6, d6;
 
 	switch (sk->sk_family) {
 	case AF_INET:
-		ipv6_addr_set_v4mapped(inet->inet_saddr, (struct in6_addr *)saddr);
-		ipv6_addr_set_v4mapped(inet->inet_daddr, (struct in6_addr *)daddr);
+		ipv6_addr_set_v4mapped(inet->inet_saddr, &s6);
+		ipv6_addr_set_v4mapped(inet->inet_daddr, &d6);
+		memcpy(saddr, &s6, 16);
+		memcpy(daddr, &d6, 16);
 		break;
 #if IS_ENABLED(CONFIG_IPV6)
 	case AF_INET6:
@@ -150,11 +163,12 @@ bool hpcc_tcp_established(struct net *net, const u8 laddr[16], __be16 lport,
 		sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 					     r4, rport, l4, lport, dif);
 #if IS_ENABLED(CONFIG_IPV6)
-	else
+	else {
+		struct in6_addr l6 = hpcc_in6(laddr), r6 = hpcc_in6(raddr);
+
 		sk = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-						(const struct in6_addr *)raddr, rport,
-						(const struct in6_addr *)laddr,
-						ntohs(lport), dif, 0);
+						&r6, rport, &l6, ntohs(lport), dif, 0);
+	}
 #else
 	else
 		sk = NULL;
@@ -203,8 +217,8 @@ int hpcc_ip_send(struct net *net, struct sk_buff *skb, const u8 saddr[16],
 #if IS_ENABLED(CONFIG_IPV6)
 	{
 		struct flowi6 fl6 = {
-			.daddr = *(const struct in6_addr *)daddr,
-			.saddr = *(const struct in6_addr *)saddr,
+			.daddr = hpcc_in6(daddr),
+			.saddr = hpcc_in6(saddr),
 			.flowi6_proto = IPPROTO_TCP,
 			.flowlabel = ip6_make_flowinfo(tos, 0),
 		};
