@@ -17,7 +17,8 @@
         stack itself does to the queue; --started writes the CLOCK_MONOTONIC
         ns at which the connection was up (also "start_ns" in the JSON)
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
-        send COUNT forged responses of one KIND from this netns (raw socket):
+        send COUNT forged responses of one KIND from this netns (raw socket;
+        IPv6 if the addresses are):
           wrong_nonce   well-formed response, random nonce
           truncated     a response cut short inside the INT stack
           too_many_hops nHop = 15 (beyond the format)
@@ -116,6 +117,11 @@ def csum(b):
 
 def packet(src, dst, sport, dport, dscp, payload):
     tcp = struct.pack("!HHIIBBHHH", sport, dport, 0, 0, 5 << 4, 0x10, 0, 0, 0)
+    if family(src) == socket.AF_INET6:
+        # version 6, traffic class = DSCP (Not-ECT), flow label 0, next header TCP, hop limit 64
+        return struct.pack("!IHBB16s16s", (6 << 28) | (dscp << 22), len(tcp) + len(payload), 6, 64,
+                           socket.inet_pton(socket.AF_INET6, src),
+                           socket.inet_pton(socket.AF_INET6, dst)) + tcp + payload
     tot = 20 + len(tcp) + len(payload)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, tot, 0, 0x4000, 64, 6, 0,
                      socket.inet_aton(src), socket.inet_aton(dst))
@@ -147,7 +153,8 @@ def inject(argv):
     src, dst = o["--src"], o["--dst"]
     sport, dport = int(o["--sport"]), int(o["--dport"])
     dscp = int(o.get("--dscp", "15"))
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    # IPPROTO_RAW: we write the IP header (IPv4 or IPv6, by the addresses)
+    s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
     for i in range(count):
         nonce = int.from_bytes(os.urandom(4), "big")
         if kind == "wrong_nonce":

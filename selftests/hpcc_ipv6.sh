@@ -15,7 +15,9 @@
 #  - an AF_INET6 socket talking to an IPv4 peer (::ffff:10.0.2.1, a
 #    dual-stack application) gets telemetry too, through IPv4 probes (an
 #    IPv6 packet with IPv4-mapped addresses would be refused as malformed);
-#  - the switch CE-marks IPv6 packets, so dctcp is a baseline over IPv6 too.
+#  - the switch CE-marks IPv6 packets, so dctcp is a baseline over IPv6 too;
+#  - forged IPv6 responses (wrong nonce, truncated, too many hops, random
+#    bytes, unknown flow) are each counted and ignored.
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
@@ -35,7 +37,7 @@ TR=/sys/kernel/tracing
 require_root_and_vm
 require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
 
-ktap_header 6
+ktap_header 7
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
@@ -153,6 +155,47 @@ t_dctcp6() {
 	[ "${SW[ce_marks]}" -gt 0 ] && [ "$ce" -gt 0 ] && [ "${D[probes_sent]}" -eq 0 ]
 }
 ktap_check "ipv6_ce_marking_reaches_dctcp" t_dctcp6
+
+# Forged IPv6 responses (hpcc_flow.py inject, from the receiver's netns)
+# toward a running IPv6 hpcc flow: each kind is counted where the IPv4
+# ones are (hpcc_probe.sh), and genuine responses keep being accepted.
+N_FORGED=${N_FORGED:-200}
+P=/sys/module/tcp_hpcc/parameters
+KINDS="responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow responses_accepted probes_sent"
+declare -A B2 D2
+echo 4 >$P/max_hops	# so that 5 valid hops are "over max_hops"
+for k in $KINDS; do B2[$k]=$(hpcc_stat "$k"); done
+timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc hpcc --bind :: >/dev/null &
+srv=$!
+for _ in $(seq 1 50); do
+	[ "$(ip netns exec hpcc-rcv ss -ltnH 'sport = :5201' | wc -l)" -ge 1 ] && break
+	sleep 0.1
+done
+timeout 60 ip netns exec hpcc-s1 python3 "$FLOW" send fd00:2::1 5201 5 --cc hpcc --sport 40100 \
+	>"$RESULTS/hpcc_ipv6.forged.send.json" &
+snd=$!
+sleep 1
+ip netns exec hpcc-rcv python3 "$FLOW" inject all "$N_FORGED" --src fd00:2::1 --dst fd00:1:1::1 \
+	--sport 5201 --dport 40100 >/dev/null
+wait $snd
+wait $srv
+sleep 0.3
+for k in $KINDS; do D2[$k]=$(($(hpcc_stat "$k") - ${B2[$k]})); done
+echo 8 >$P/max_hops
+ktap_info "IPv6 forgeries, $N_FORGED of each kind: bad_nonce ${D2[responses_bad_nonce]} truncated ${D2[malformed_truncated]}" \
+	"too_many_hops ${D2[responses_too_many_hops]} random(bad magic) ${D2[malformed_magic]}" \
+	"no_flow ${D2[responses_no_flow]}; genuine accepted ${D2[responses_accepted]} of ${D2[probes_sent]} probes;" \
+	"$(jget "$RESULTS/hpcc_ipv6.forged.send.json" mbps) Mbit/s"
+t_v6_forged() {
+	[ "${D2[responses_bad_nonce]}" -eq "$N_FORGED" ] &&
+		[ "${D2[malformed_truncated]}" -eq "$N_FORGED" ] &&
+		[ "${D2[responses_too_many_hops]}" -eq $((2 * N_FORGED)) ] &&
+		[ "${D2[malformed_magic]}" -eq "$N_FORGED" ] &&
+		[ "${D2[responses_no_flow]}" -eq "$N_FORGED" ] &&
+		[ "${D2[probes_sent]}" -ge 20 ] &&
+		[ $((10 * D2[responses_accepted])) -ge $((9 * D2[probes_sent])) ]
+}
+ktap_check "ipv6_forged_responses_counted_and_ignored" t_v6_forged
 
 t_no_warnings() {
 	! dmesg | grep -E 'WARNING:|BUG:|Oops|panicked|refcount_t' | grep -v '^$'
