@@ -35,10 +35,13 @@ bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __u8 saddr[16],
 		   __u8 daddr[16], __be16 *sport, __be16 *dport);
 
 /* Whether an established (full) TCP socket exists in @net for the given
- * local/remote 4-tuple, via inet_lookup_established() or
- * __inet6_lookup_established() on the netns' TCP hash table. */
-bool hpcc_tcp_established(struct net *net, const __u8 laddr[16], __be16 lport,
-			  const __u8 raddr[16], __be16 rport, int dif);
+ * local/remote 4-tuple, via __inet_lookup_established() or
+ * __inet6_lookup_established() on the netns' TCP hash table, on the
+ * device @skb (a received IPv4 or IPv6 packet of that family, in a
+ * netfilter hook) came in on. */
+bool hpcc_tcp_established(struct net *net, const struct sk_buff *skb,
+			  const __u8 laddr[16], __be16 lport,
+			  const __u8 raddr[16], __be16 rport);
 
 /* alloc_skb(GFP_ATOMIC) + skb_reserve() for a locally built IP packet of
  * @len bytes; skb_put() then gives the data area. */

@@ -124,21 +124,22 @@ fn count_malformed(e: ProbeError) {
     });
 }
 
-/// Receiver: answers a probe of an established connection.
-fn on_probe(net: NetRef, p: &Packet<'_>) {
+/// Receiver: answers a probe (received as `rx`) of an established connection.
+fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
     inc(Counter::ProbesReceived);
     let t = &p.tuple;
-    // SAFETY: `net` is the live netns of the hook; the addresses are
-    // 16-byte arrays the lookup only reads; it takes and drops its own
-    // socket reference.
+    // SAFETY: `net` is the live netns of the hook and `rx` its live skb,
+    // whose control block the IP layer filled before LOCAL_IN; the
+    // addresses are 16-byte arrays the lookup only reads; it takes and
+    // drops its own socket reference.
     let known = unsafe {
         bindings::hpcc_tcp_established(
             net.0.as_ptr(),
+            rx.0.as_ptr(),
             t.daddr.as_ptr(),
             t.dport.to_be(),
             t.saddr.as_ptr(),
             t.sport.to_be(),
-            0,
         )
     };
     if !known {
@@ -223,7 +224,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
         }
         Ok(Some(p)) => {
             match p.kind {
-                Kind::Probe => on_probe(net, &p),
+                Kind::Probe => on_probe(net, &rx, &p),
                 Kind::Response => on_response(net, &p, now_ns()),
             }
             // SAFETY: we own the skb once we return NF_STOLEN; it is freed

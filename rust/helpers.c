@@ -152,22 +152,28 @@ bool hpcc_sk_tuple(const struct sock *sk, struct net **net, u8 saddr[16],
 	return true;
 }
 
-bool hpcc_tcp_established(struct net *net, const u8 laddr[16], __be16 lport,
-			  const u8 raddr[16], __be16 rport, int dif)
+bool hpcc_tcp_established(struct net *net, const struct sk_buff *skb,
+			  const u8 laddr[16], __be16 lport,
+			  const u8 raddr[16], __be16 rport)
 {
 	__be32 l4, r4;
 	struct sock *sk;
 	bool ok;
 
+	/* The incoming device (and L3 master device) as TCP's own receive
+	 * path takes them, so connections bound to a device (SO_BINDTODEVICE,
+	 * a link-local IPv6 scope, a VRF) are found too. */
 	if (hpcc_v4(laddr, &l4) && hpcc_v4(raddr, &r4))
-		sk = inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-					     r4, rport, l4, lport, dif);
+		sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+					       r4, rport, l4, ntohs(lport),
+					       inet_iif(skb), inet_sdif(skb));
 #if IS_ENABLED(CONFIG_IPV6)
 	else {
 		struct in6_addr l6 = hpcc_in6(laddr), r6 = hpcc_in6(raddr);
 
 		sk = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
-						&r6, rport, &l6, ntohs(lport), dif, 0);
+						&r6, rport, &l6, ntohs(lport),
+						inet6_iif(skb), inet6_sdif(skb));
 	}
 #else
 	else

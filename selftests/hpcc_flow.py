@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bulk TCP flows with exact byte accounting, and hostile HPCC++ responses.
 
-  hpcc_flow.py serve PORT [--once] [--cc ALGO] [--bind ADDR]
+  hpcc_flow.py serve PORT [--once] [--cc ALGO] [--bind ADDR] [--dev DEV]
         accept connections, read each to EOF, print {"bytes": N} per connection;
         --cc sets the listener's (and so the connections') algorithm, which
         dctcp needs at both ends to negotiate ECN; --bind :: listens on IPv6
-        and, dual-stack, on IPv4 (default 0.0.0.0, IPv4 only)
+        and, dual-stack, on IPv4 (default 0.0.0.0, IPv4 only); --dev binds the
+        listener, and so its connections, to a device (SO_BINDTODEVICE)
   hpcc_flow.py send DST PORT SECONDS [--cc hpcc] [--sport P] [--bind ADDR]
                 [--maxrate MBIT] [--started FILE]
         send for SECONDS, close gracefully, print {"bytes","secs","mbps"};
@@ -57,6 +58,8 @@ def serve(argv):
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if family(bind) == socket.AF_INET6:
         ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    if "--dev" in argv:
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, argv[argv.index("--dev") + 1].encode())
     ls.bind((bind, port))
     ls.listen(16)
     while True:

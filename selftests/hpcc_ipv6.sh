@@ -37,7 +37,7 @@ TR=/sys/kernel/tracing
 require_root_and_vm
 require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
 
-ktap_header 7
+ktap_header 8
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
@@ -69,7 +69,7 @@ flow() {
 		echo >$TR/trace
 		echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
 	fi
-	timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" \
+	timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" ${SERVE_DEV:+--dev "$SERVE_DEV"} \
 		>"$RESULTS/hpcc_ipv6.$name.serve.json" &
 	srv=$!
 	for _ in $(seq 1 50); do
@@ -155,6 +155,17 @@ t_dctcp6() {
 	[ "${SW[ce_marks]}" -gt 0 ] && [ "$ce" -gt 0 ] && [ "${D[probes_sent]}" -eq 0 ]
 }
 ktap_check "ipv6_ce_marking_reaches_dctcp" t_dctcp6
+
+# A receiver whose connection is bound to its device (SO_BINDTODEVICE on
+# the listener, as link-local IPv6 connections are to their scope): the
+# module must look the connection up on the device the probe came in on.
+SERVE_DEV=eth0 flow bound fd00:2::1 hpcc "::"
+t_bound() {
+	[ "${D[probes_sent]}" -ge 20 ] &&
+		[ "${D[probes_no_socket]}" -le 2 ] &&
+		[ $((10 * D[responses_accepted])) -ge $((9 * D[probes_sent])) ]
+}
+ktap_check "device_bound_receiver_answers" t_bound
 
 # Forged IPv6 responses (hpcc_flow.py inject, from the receiver's netns)
 # toward a running IPv6 hpcc flow: each kind is counted where the IPv4
