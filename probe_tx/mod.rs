@@ -53,18 +53,18 @@ impl NetRef {
     }
 }
 
-/// Sends the first `len` bytes of a packet built by `hpcc_core::probe`
-/// from `t.saddr` to `t.daddr` (IPv4 or IPv6, by the addresses).
-fn send(net: NetRef, t: &Tuple, bytes: &[u8; MAX_PACKET_LEN], len: usize, dscp: u8) -> Result {
-    let len = len.min(MAX_PACKET_LEN);
+/// Sends a packet built by `hpcc_core::probe` from `t.saddr` to `t.daddr`
+/// (IPv4 or IPv6, by the addresses).
+fn send(net: NetRef, t: &Tuple, bytes: &[u8], dscp: u8) -> Result {
+    let len = bytes.len();
     // SAFETY: no preconditions; GFP_ATOMIC inside, so any context is fine.
     let skb = unsafe { bindings::hpcc_skb_alloc_ip(len as c_uint) };
     if skb.is_null() {
         return Err(kernel::error::code::ENOMEM);
     }
     // SAFETY: `skb` is our fresh skb with `len` bytes of tailroom, so
-    // skb_put returns `len` writable bytes that nothing else aliases;
-    // `len` <= MAX_PACKET_LEN, the size of `bytes`.
+    // skb_put returns `len` writable bytes that nothing else aliases, and
+    // `bytes` has exactly `len` readable bytes.
     unsafe {
         let dst = bindings::skb_put(skb, len as c_uint).cast::<u8>();
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len);
@@ -87,7 +87,7 @@ pub(crate) fn send_probe(net: NetRef, t: &Tuple, nonce: u32, snd_nxt: u32) {
     let dscp = params::dscps().0;
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
-    match send(net, t, &bytes, len, dscp) {
+    match send(net, t, bytes.get(..len).unwrap_or(&[]), dscp) {
         Ok(()) => inc(Counter::ProbesSent),
         Err(_) => inc(Counter::ProbeSendErrors),
     }
@@ -150,7 +150,7 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
     let dscp = params::dscps().1;
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_response(&mut bytes, p, dscp);
-    match send(net, &t.reversed(), &bytes, len, dscp) {
+    match send(net, &t.reversed(), bytes.get(..len).unwrap_or(&[]), dscp) {
         Ok(()) => inc(Counter::ResponsesSent),
         Err(_) => inc(Counter::ResponseSendErrors),
     }

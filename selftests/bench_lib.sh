@@ -160,12 +160,7 @@ bench_scenario() {
 			>"$out.srv$i.json" &
 		srv+=($!)
 	done
-	# Wait until every server listens (python under TCG can take a while).
-	local try
-	for try in $(seq 1 100); do
-		[ "$(ip netns exec hpcc-rcv ss -ltnH 'sport >= :5301' | wc -l)" -ge "${#senders[@]}" ] && break
-		sleep 0.1
-	done
+	wait_listening hpcc-rcv 'sport >= :5301' "${#senders[@]}"
 	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
 	local sampler=$!
 	sleep 0.3
@@ -235,10 +230,10 @@ bench_scenario() {
 	fi
 	# When the flows started: the first and the last connection (t_start if
 	# a sender never connected).
-	local t_first=$t_start t_all=$t_start
-	if cat "${started[@]}" >/dev/null 2>&1; then
-		t_first=$(cat "${started[@]}" | sort -n | head -n1)
-		t_all=$(cat "${started[@]}" | sort -n | tail -n1)
+	local t_first=$t_start t_all=$t_start ts
+	if ts=$(cat "${started[@]}" 2>/dev/null) && ts=$(sort -n <<<"$ts"); then
+		t_first=${ts%%$'\n'*}
+		t_all=${ts##*$'\n'}
 	fi
 	# Arrival rates at the bottleneck over the flows' steady part (from
 	# 0.5 s after the last flow started to the first one's planned end),

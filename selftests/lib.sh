@@ -196,6 +196,17 @@ require_tools() {
 
 # Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
 # for the running kernel with the module under extra/, then depmod.
+# wait_listening NS FILTER N: up to 10 s until NS has N TCP listeners
+# matching the ss FILTER (python under TCG can take a while to get there).
+wait_listening() {
+	local try
+	for try in $(seq 1 100); do
+		[ "$(ip netns exec "$1" ss -ltnH "$2" | wc -l)" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # hpcc_stat KEY: one of tcp_hpcc's event counters.
 hpcc_stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
 
