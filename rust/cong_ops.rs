@@ -114,6 +114,22 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
                 tp.set_pacing_shift(shift);
             }
         }
+        // TCP computes no pacing rate for a module with `cong_control`. Until
+        // our first ACK a passively opened socket would keep sk_pacing_rate
+        // ~0 (unlimited) and send the initial window as one line-rate burst
+        // into the bottleneck, and an actively opened one the rate our
+        // fallback set for IW10 on the SYN-ACK, before this init. Pace the
+        // initial window from the start, as tcp_bbr's init does: R = W/T for
+        // a telemetry flow, TCP's default ratio for the fallback.
+        let rate = flow_of(tp).map_or_else(
+            || default_pacing(tp),
+            |flow| {
+                // SAFETY: we are a congestion-control hook of this socket.
+                let own = unsafe { flow.owned() };
+                paced_rate(&k, own, own.law.pacing_rate(&own.params))
+            },
+        );
+        tp.set_pacing_rate(rate);
     })
 }
 

@@ -8,6 +8,7 @@
 #    an unshaped path, GRO enabled on every veth);
 #  - probes and responses never reach TCP: no checksum errors, no RST, and
 #    the receiving application gets exactly the bytes the sender wrote;
+#  - a new flow's initial window is paced (R = W_init/T) from init;
 #  - forged responses (wrong nonce, truncated, nHop too large, random bytes,
 #    unknown flow) are each counted and ignored while a flow runs through a
 #    shaped bottleneck, and the flow's throughput stays intact.
@@ -26,7 +27,7 @@ N_FORGED=${N_FORGED:-200}
 require_root_and_vm
 require_tools ip tc python3 modprobe ethtool nstat
 
-ktap_header 9
+ktap_header 10
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 
@@ -109,7 +110,47 @@ ktap_check "no_probe_reaches_a_socket_as_data" t_bytes_exact
 t_no_tcp_errors() { tcp_untouched "$NS_SND" "$NS_RCV"; }
 ktap_check "probes_cause_no_rst_and_never_enter_tcp" t_no_tcp_errors
 
-# --- 5-9: forged responses during a shaped flow ------------------------------
+# --- 6: the initial window is paced from the first segment -------------------
+# TCP computes no pacing rate for a cong_control module (tcp_input.c skips
+# tcp_update_pacing_rate for it). A passively opened socket thus starts with
+# sk_pacing_rate ~0 (unlimited) and an actively opened one with the rate our
+# fallback set on the SYN-ACK, before init, from IW10: the initial window
+# leaves at the wrong rate, as one burst on the passive side. init paces it:
+# with T fixed, a telemetry flow starts at R = W_init/T exactly on both sides,
+# a fallback flow at TCP's default ratio (finite). Read with TCP_INFO right
+# after the handshake, before any data, on a loopback connection.
+init_pacing() { # init_pacing -> "client server" tcpi_pacing_rate (bytes/s)
+	ip netns exec "$NS_SND" python3 - <<'PY'
+import socket, struct
+def rate(s):
+    return struct.unpack_from("=Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256), 104)[0]
+ls = socket.socket()
+ls.setsockopt(socket.IPPROTO_TCP, 13, b"hpcc")         # TCP_CONGESTION
+ls.bind(("127.0.0.1", 0)); ls.listen(1)
+c = socket.socket()
+c.setsockopt(socket.IPPROTO_TCP, 13, b"hpcc")
+c.connect(ls.getsockname())
+a, _ = ls.accept()
+print(rate(c), rate(a))
+PY
+}
+t_init_paced() {
+	local w=25000 t_us=2000 tele got fb
+	tele=$(cat "$P/telemetry")
+	ip -n "$NS_SND" link set lo mtu 1500 up   # a veth-sized MSS, not 64 KiB
+	echo $w >"$P/init_window_bytes" && echo $t_us >"$P/base_rtt_us" || return 1
+	got=$(init_pacing)
+	echo 0 >"$P/telemetry"
+	fb=$(init_pacing)
+	echo "$tele" >"$P/telemetry"; echo 65536 >"$P/init_window_bytes"; echo 0 >"$P/base_rtt_us"
+	echo "initial pacing rate (client server), B/s: telemetry $got (W/T = $((w * 1000000 / t_us))), fallback $fb"
+	[ "$got" = "$((w * 1000000 / t_us)) $((w * 1000000 / t_us))" ] || return 1
+	set -- $fb
+	[ $# -eq 2 ] && [ "$1" -gt 0 ] && [ "$1" -lt $((1 << 40)) ] && [ "$2" -gt 0 ] && [ "$2" -lt $((1 << 40)) ]
+}
+ktap_check "initial_window_paced_at_w_over_t" t_init_paced
+
+# --- 7-10: forged responses during a shaped flow -----------------------------
 topo_cleanup
 topo_line && topo_shape "$RATE_MBIT" "$DELAY_US" $((RATE_MBIT * 1000000 / 8 * 2 * DELAY_US / 1000000 * 2)) ||
 	{ ktap_fail "shaped_topology"; ktap_finish; }

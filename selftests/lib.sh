@@ -194,8 +194,6 @@ require_tools() {
 	done
 }
 
-# Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
-# for the running kernel with the module under extra/, then depmod.
 # wait_listening NS FILTER N: up to 10 s until NS has N TCP listeners
 # matching the ss FILTER (python under TCG can take a while to get there).
 wait_listening() {
@@ -228,6 +226,8 @@ tcp_untouched() {
 	done
 }
 
+# Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
+# for the running kernel with the module under extra/, then depmod.
 install_module() {
 	local ko=${HPCC_KO:-$HPCC_ROOT/tcp_hpcc.ko}
 	local kver moddir
