@@ -300,20 +300,46 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 
     let interval = probe_interval_ns(k, tp, own);
     if k.telemetry == 1 && tp.packets_out() > 0 && now.saturating_sub(own.last_probe_ns) >= interval {
-        if let Some((net, tuple)) = tp.tuple() {
-            // SAFETY: get_random_u32() has no preconditions.
-            let nonce = unsafe { bindings::get_random_u32() };
-            let snd_nxt = tp.snd_nxt();
-            flow.nonces.record(own.probes, nonce, snd_nxt, now);
-            own.probes = own.probes.wrapping_add(1);
-            own.last_probe_ns = now;
-            probe_tx::send_probe(net, &tuple, nonce, snd_nxt);
-        }
+        send_probe(tp, flow, own, now);
     }
 
     let fresh = own.last_update_ns != 0
         && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
     fresh.then(|| (own.law.window_bytes(), paced_rate(k, own, own.law.pacing_rate(&own.params))))
+}
+
+/// Sends a probe now, carrying `snd_nxt`, and remembers its nonce.
+fn send_probe(tp: &TcpSock<'_>, flow: &FlowObj, own: &mut Owned, now: u64) {
+    if let Some((net, tuple)) = tp.tuple() {
+        // SAFETY: get_random_u32() has no preconditions.
+        let nonce = unsafe { bindings::get_random_u32() };
+        let snd_nxt = tp.snd_nxt();
+        flow.nonces.record(own.probes, nonce, snd_nxt, now);
+        own.probes = own.probes.wrapping_add(1);
+        own.last_probe_ns = now;
+        probe_tx::send_probe(net, &tuple, nonce, snd_nxt);
+    }
+}
+
+/// Data is about to leave with nothing in flight: the connection's first
+/// data, or a restart after idle. The ACK path probes only with data in
+/// flight, so its first probe leaves one RTT after the data and the first
+/// update (two samples) comes three RTTs in. A probe ahead of the data
+/// records the path now: the first update comes one RTT earlier.
+unsafe extern "C" fn hpcc_cwnd_event(sk: *mut bindings::sock, ev: bindings::tcp_ca_event) {
+    if ev != bindings::tcp_ca_event_CA_EVENT_TX_START {
+        return;
+    }
+    with_sock(sk, (), |tp| {
+        let k = params::knobs();
+        let Some(flow) = flow_of(tp) else { return };
+        // SAFETY: we are a congestion-control hook of this socket.
+        let own = unsafe { flow.owned() };
+        let now = now_ns();
+        if k.telemetry == 1 && now.saturating_sub(own.last_probe_ns) >= probe_interval_ns(&k, tp, own) {
+            send_probe(tp, flow, own, now);
+        }
+    })
 }
 
 /// R = W/T, but never faster than the slowest link of the path (when
@@ -407,6 +433,7 @@ static OPS: OpsCell = OpsCell(UnsafeCell::new(bindings::tcp_congestion_ops {
     ssthresh: Some(hpcc_ssthresh),
     cong_control: Some(hpcc_cong_control),
     undo_cwnd: Some(hpcc_undo_cwnd),
+    cwnd_event: Some(hpcc_cwnd_event),
     min_tso_segs: Some(hpcc_min_tso_segs),
     name: ca_name(),
     flags: bindings::TCP_CONG_NON_RESTRICTED,

@@ -8,7 +8,8 @@
 #    an unshaped path, GRO enabled on every veth);
 #  - probes and responses never reach TCP: no checksum errors, no RST, and
 #    the receiving application gets exactly the bytes the sender wrote;
-#  - a new flow's initial window is paced (R = W_init/T) from init;
+#  - a new flow's initial window is paced (R = W_init/T) from init, and a
+#    probe leads every start of transmission (first data, or after idle);
 #  - forged responses (wrong nonce, truncated, nHop too large, random bytes,
 #    unknown flow) are each counted and ignored while a flow runs through a
 #    shaped bottleneck, and the flow's throughput stays intact.
@@ -27,7 +28,7 @@ N_FORGED=${N_FORGED:-200}
 require_root_and_vm
 require_tools ip tc python3 modprobe ethtool nstat
 
-ktap_header 10
+ktap_header 11
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 
@@ -150,7 +151,35 @@ t_init_paced() {
 }
 ktap_check "initial_window_paced_at_w_over_t" t_init_paced
 
-# --- 7-10: forged responses during a shaped flow -----------------------------
+# --- 7: a probe leads every start of transmission ----------------------------
+# The ACK path probes only while data is in flight. When data leaves with
+# nothing in flight (a connection's first data, or after idle) a probe goes
+# ahead of it (CA_EVENT_TX_START), so the path is sampled one RTT earlier.
+# N one-segment writes, each after the last was ACKed: exactly N probes
+# (none from the ACK path, which then has nothing in flight), all answered.
+N_WRITES=5
+t_tx_start_probe() {
+	local k p0 a0 dp da
+	p0=$(hpcc_stat probes_sent); a0=$(hpcc_stat responses_accepted)
+	timeout 30 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5204 --once >/dev/null &
+	wait_listening "$NS_RCV" "sport = :5204" 1 || return 1
+	ip netns exec "$NS_SND" python3 - $N_WRITES <<'PY' || return 1
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, 13, b"hpcc")          # TCP_CONGESTION
+s.connect(("10.0.2.1", 5204))
+for _ in range(int(sys.argv[1])):
+    s.sendall(b"x" * 1000)
+    time.sleep(0.3)     # beyond any delayed ACK: nothing in flight again
+s.close()
+PY
+	dp=$(($(hpcc_stat probes_sent) - p0)); da=$(($(hpcc_stat responses_accepted) - a0))
+	echo "$N_WRITES writes after idle: $dp probes sent, $da responses accepted"
+	[ "$dp" -eq $N_WRITES ] && [ "$da" -eq $N_WRITES ]
+}
+ktap_check "probe_leads_each_transmit_start" t_tx_start_probe
+
+# --- 8-11: forged responses during a shaped flow -----------------------------
 topo_cleanup
 topo_line && topo_shape "$RATE_MBIT" "$DELAY_US" $((RATE_MBIT * 1000000 / 8 * 2 * DELAY_US / 1000000 * 2)) ||
 	{ ktap_fail "shaped_topology"; ktap_finish; }
