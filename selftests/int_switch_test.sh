@@ -242,8 +242,9 @@ PYEOF
 }
 
 # 5-8. cubic, buffer 2 BDP: utilization and peak rate (real departures, from
-# fq's counters), counted drop-tail drops, and probes under load that
-# report the queue and a txBytes/ts slope of B.
+# fq's counters), counted drop-tail drops (and no sampled backlog above the
+# buffer), and probes under load that report the queue and a txBytes/ts
+# slope of B.
 cubic_run() { # the cubic flow; run again by a throughput check that failed
 	bulk_flow cubic cubic
 	cubic_rc=$?
@@ -283,12 +284,19 @@ PYEOF
 ktap_perf_check "cubic_flow_reaches_b" t_cubic_reaches_b cubic_run
 
 t_cubic_drops() {
-	"$PY" - "$RESULTS/int_switch.cubic.stats" "$RESULTS/int_switch.cubic.iperf3.json" $BUF <<'PYEOF'
+	"$PY" - "$RESULTS/int_switch.cubic.stats" "$RESULTS/int_switch.cubic.iperf3.json" $BUF \
+		"$RESULTS/int_switch.cubic.samples" $RATE <<'PYEOF'
 import json, sys
 st = {k: float(v) for k, v in (l.strip().split("=", 1) for l in open(sys.argv[1]))}
 retr = json.load(open(sys.argv[2]))["end"]["sum_sent"].get("retransmits", 0)
 buf = int(sys.argv[3])
-print("drops", st["drops"], "retransmits", retr, "max queue", st["max_qlen_bytes"], "buffer", buf)
+# The sampler's backlog is timed within 100 us of its map read (intsw.py
+# read_port_timed), so it may exceed the real one by at most 100 us of B.
+samples = [int(l.split()[4]) for l in open(sys.argv[4]) if l.strip()]
+slack = int(sys.argv[5]) // 8 // 10000
+print("drops", st["drops"], "retransmits", retr, "max queue", st["max_qlen_bytes"], "buffer", buf,
+      "max sampled backlog", max(samples), "of", len(samples), "samples")
+assert max(samples) <= buf + slack, "a sampled backlog above the buffer"
 assert st["drops"] > 0, "no drop-tail drops"
 assert st["last_drop_ns"] >= st["first_ns"] > 0
 # every dropped skb is retransmitted (at least one segment each)

@@ -204,9 +204,8 @@ def percentile(hist, width, q):
 
 
 def stats(port):
-    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     cfg = port.read_cfg()
-    p = port.read_port()
+    p, now = read_port_timed(port)
     hist = port.read_hist()
     width = cfg["hist_bucket_bytes"] or HIST_BUCKET_DEFAULT
     s = dict(p)
@@ -330,6 +329,27 @@ class RootQdisc:
         return None
 
 
+# The backlog is next_ps minus the time of the map read. Under TCG the
+# sampler can be descheduled for milliseconds between reading the clock and
+# reading the map, and 1 ms is 12.5 kB at 100 Mbit/s: a clock read before
+# such a stall made a full 4-BDP buffer look like 11 BDP. So the read is
+# bracketed by two clock reads and retried until they are close.
+READ_GAP_NS = 200_000
+
+
+def read_port_timed(port, tries=20):
+    """The port map and a time within READ_GAP_NS of its read (the
+    bracket's midpoint). If no try is that close: the time after the read,
+    so the backlog is a lower bound, never more than the real one."""
+    for _ in range(tries):
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        p = port.read_port()
+        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if t1 - t0 <= READ_GAP_NS:
+            return p, (t0 + t1) // 2
+    return p, t1
+
+
 def sample(port, ns, dev, interval, duration):
     """Columns: t_ns tx_bytes drops ce_marks backlog_bytes fq_bytes fq_drops
     t_fq_ns (the port's map and the root qdisc read back to back)."""
@@ -337,8 +357,7 @@ def sample(port, ns, dev, interval, duration):
     q = RootQdisc(ns, dev)
     end = time.monotonic() + duration
     while True:
-        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        p = port.read_port()
+        p, now = read_port_timed(port)
         t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         fb, fp, fd = q.read()
         t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
