@@ -262,6 +262,17 @@ int int_switch_egress(struct __sk_buff *skb)
 	tx_ps = rate ? wire * 8 * PS_PER_SEC / rate : 0;
 
 	bpf_spin_lock(&p->lock);
+	/* The clock was read before the lock (no helper calls under it). If
+	 * another CPU took the lock in between, with a later clock, this
+	 * packet is queued as arriving at that later time: the port's time
+	 * never runs backwards, so a stale clock read (a vCPU preempted
+	 * between the two, for milliseconds under TCG) cannot make the
+	 * backlog look larger than the buffer, drop a packet the buffer had
+	 * room for, or stamp an inflated qlen. */
+	if (now < p->last_ns) {
+		now = p->last_ns;
+		now_ps = now * PS_PER_NS;
+	}
 	dep_ps = p->next_ps > now_ps ? p->next_ps : now_ps;
 	ahead_ps = dep_ps - now_ps;
 	/* in ns, ahead * rate < 2^64 for up to 18 s of queue at 1 Gbit/s */

@@ -47,7 +47,7 @@ struct int_sw_port {
 	__u64 qlen_sum;		/* sum of sampled queues, bytes */
 	__u64 qlen_samples;	/* number of samples (arriving segments, dropped ones too) */
 	__u64 first_ns;		/* first packet, bpf_ktime_get_ns */
-	__u64 last_ns;		/* last packet */
+	__u64 last_ns;		/* last packet: the port's clock, never decreases */
 	__u64 last_drop_ns;	/* last drop; 0: none */
 };
 
