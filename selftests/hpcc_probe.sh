@@ -55,8 +55,9 @@ if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
 	echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
 fi
 
+RESPONSE_COUNTERS="probes_sent probes_received responses_sent responses_received responses_accepted probes_no_socket responses_no_flow responses_mailbox_busy responses_bad_nonce responses_late responses_bad_int"
 declare -A before
-for k in probes_sent probes_received responses_sent responses_received responses_accepted; do
+for k in $RESPONSE_COUNTERS; do
 	before[$k]=$(hpcc_stat $k)
 done
 timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >"$RESULTS/hpcc_probe.serve.json" &
@@ -66,10 +67,11 @@ timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 4 --cc hpc
 wait $server
 sleep 0.3
 declare -A d
-for k in probes_sent probes_received responses_sent responses_received responses_accepted; do
+for k in $RESPONSE_COUNTERS; do
 	d[$k]=$(($(hpcc_stat $k) - ${before[$k]}))
 done
 ktap_info "probes sent ${d[probes_sent]} received ${d[probes_received]}; responses sent ${d[responses_sent]} received ${d[responses_received]} accepted ${d[responses_accepted]}"
+ktap_info "not answered: ${d[probes_no_socket]} (no socket); not accepted: no flow ${d[responses_no_flow]}, mailbox busy ${d[responses_mailbox_busy]}, bad nonce ${d[responses_bad_nonce]}, late ${d[responses_late]}, bad INT ${d[responses_bad_int]}"
 
 TRACE_LINES=
 if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
@@ -91,11 +93,20 @@ t_tracepoint() {
 }
 ktap_check "tracepoint_reports_each_applied_response" t_tracepoint
 
+# Exact accounting. Two races are legitimate and each counted: a probe that
+# arrives after the receiver's socket closed gets no answer (no socket), and
+# a response that arrives after the sender's flow was released at close, or
+# while its congestion-control hook is taking the previous sample (no flow,
+# mailbox busy), is not accepted. At most 2 of them; one CI run saw 1 in
+# 3774. Every other response is accepted: none is rejected as invalid.
 t_all_consumed() {
+	local racy=$((d[probes_no_socket] + d[responses_no_flow] + d[responses_mailbox_busy]))
 	[ "${d[probes_received]}" -eq "${d[probes_sent]}" ] &&
-		[ "${d[responses_sent]}" -eq "${d[probes_received]}" ] &&
+		[ $((d[responses_sent] + d[probes_no_socket])) -eq "${d[probes_received]}" ] &&
 		[ "${d[responses_received]}" -eq "${d[responses_sent]}" ] &&
-		[ "${d[responses_accepted]}" -eq "${d[responses_received]}" ]
+		[ $((d[responses_accepted] + d[responses_no_flow] + d[responses_mailbox_busy])) -eq "${d[responses_received]}" ] &&
+		[ $((d[responses_bad_nonce] + d[responses_late] + d[responses_bad_int])) -eq 0 ] &&
+		[ "$racy" -le 2 ]
 }
 ktap_check "every_probe_answered_every_response_accepted_with_gro_on" t_all_consumed
 
