@@ -300,7 +300,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 
     let interval = probe_interval_ns(k, tp, own);
     if k.telemetry == 1 && tp.packets_out() > 0 && now.saturating_sub(own.last_probe_ns) >= interval {
-        send_probe(tp, flow, own, now);
+        probe_now(tp, flow, own, now);
     }
 
     let fresh = own.last_update_ns != 0
@@ -309,7 +309,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 }
 
 /// Sends a probe now, carrying `snd_nxt`, and remembers its nonce.
-fn send_probe(tp: &TcpSock<'_>, flow: &FlowObj, own: &mut Owned, now: u64) {
+fn probe_now(tp: &TcpSock<'_>, flow: &FlowObj, own: &mut Owned, now: u64) {
     if let Some((net, tuple)) = tp.tuple() {
         // SAFETY: get_random_u32() has no preconditions.
         let nonce = unsafe { bindings::get_random_u32() };
@@ -337,7 +337,7 @@ unsafe extern "C" fn hpcc_cwnd_event(sk: *mut bindings::sock, ev: bindings::tcp_
         let own = unsafe { flow.owned() };
         let now = now_ns();
         if k.telemetry == 1 && now.saturating_sub(own.last_probe_ns) >= probe_interval_ns(&k, tp, own) {
-            send_probe(tp, flow, own, now);
+            probe_now(tp, flow, own, now);
         }
     })
 }

@@ -147,14 +147,15 @@ print(rate(c), rate(a))
 PY
 }
 t_init_paced() {
-	local w=25000 t_us=2000 tele got fb
-	tele=$(cat "$P/telemetry")
+	local w=25000 t_us=2000 k got fb
+	local -A saved
+	for k in telemetry init_window_bytes base_rtt_us; do saved[$k]=$(cat "$P/$k"); done
 	ip -n "$NS_SND" link set lo mtu 1500 up   # a veth-sized MSS, not 64 KiB
 	echo $w >"$P/init_window_bytes" && echo $t_us >"$P/base_rtt_us" || return 1
 	got=$(init_pacing)
 	echo 0 >"$P/telemetry"
 	fb=$(init_pacing)
-	echo "$tele" >"$P/telemetry"; echo 65536 >"$P/init_window_bytes"; echo 0 >"$P/base_rtt_us"
+	for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$P/$k"; done
 	echo "initial pacing rate (client server), B/s: telemetry $got (W/T = $((w * 1000000 / t_us))), fallback $fb"
 	[ "$got" = "$((w * 1000000 / t_us)) $((w * 1000000 / t_us))" ] || return 1
 	set -- $fb
@@ -170,7 +171,7 @@ ktap_check "initial_window_paced_at_w_over_t" t_init_paced
 # (none from the ACK path, which then has nothing in flight), all answered.
 N_WRITES=5
 t_tx_start_probe() {
-	local k p0 a0 dp da
+	local p0 a0 dp da
 	p0=$(hpcc_stat probes_sent); a0=$(hpcc_stat responses_accepted)
 	timeout 30 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5204 --once >/dev/null &
 	wait_listening "$NS_RCV" "sport = :5204" 1 || return 1

@@ -27,8 +27,9 @@
  * a whole; the queue histogram is still sampled once per segment, each
  * segment seeing the bytes ahead of it.
  *
- * Probes (IPv4 or IPv6 without extension headers, TCP, DSCP == probe DSCP, payload beginning with the
- * hpcc_probe_hdr of a PROBE) get one INT hop record, see include/hpcc_int.h:
+ * Probes (IPv4, or IPv6 without extension headers; TCP; DSCP == probe
+ * DSCP; payload beginning with the hpcc_probe_hdr of a PROBE) get one INT
+ * hop record, see include/hpcc_int.h:
  *   speed   the configured speed code,
  *   ts      departure (last bit out, = next above) in 2 ns units,
  *   txBytes bytes this port has sent up to and including the probe,
