@@ -34,7 +34,10 @@
 #       senders were launched: python under TCG takes 0.3-2 s), ce_marks,
 #       probes_stamped, arrivals (intsw.py arrivals: the bottleneck's arrival
 #       rate per 1 ms and per 10 ms, fractions of B), hpcc (tcp_hpcc stats
-#       deltas), and for parallel the per-switch probe counts.
+#       deltas), u_updates, u_p25, u_p50, u_p75 (hpcc: the law's U after
+#       each update over the arrivals' window, from the tcp_hpcc:hpcc_sample
+#       tracepoint; null otherwise), and for parallel the per-switch probe
+#       counts.
 
 BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
 BENCH_PY=${INTSW_PY:-python3}
@@ -67,14 +70,37 @@ _bench_devs() { # _bench_devs NS -> the netns' devices but lo
 }
 
 # bench_paced_reference NFLOWS TOPO SECONDS [key=value ...]: the open-loop
-# reference, cubic capped at 90% of B in total (SO_MAX_PACING_RATE) with
-# one packet per skb. It needs no feedback and sends no bursts, so the
-# queue it sees is what the host stack adds. Same output as bench_scenario.
+# reference, cubic capped at pct=90 percent of B in total
+# (SO_MAX_PACING_RATE) with one packet per skb. It needs no feedback and
+# sends no bursts, so the queue it sees is what the host stack adds. Same
+# output as bench_scenario.
 bench_paced_reference() {
-	local n=$1 topo=$2 secs=$3 rate
+	local n=$1 topo=$2 secs=$3 rate pct
 	shift 3
 	rate=$(_bench_kv rate_mbit 100 "$@")
-	bench_scenario cubic "$n" "$topo" "$secs" "$@" maxrate_mbit=$((rate * 9 / 10)) sender_gso=0
+	pct=$(_bench_kv pct 90 "$@")
+	bench_scenario cubic "$n" "$topo" "$secs" "$@" maxrate_mbit=$((rate * pct / 100)) sender_gso=0
+}
+
+# The module's tracepoint (tcp_hpcc:hpcc_sample) during an hpcc run, on
+# CLOCK_MONOTONIC like the emulator and the senders' start stamps. Silent
+# and harmless where tracefs or the event is missing.
+_BENCH_TR=/sys/kernel/tracing
+_bench_trace_start() {
+	grep -qs tracefs /proc/mounts || mount -t tracefs nodev $_BENCH_TR 2>/dev/null
+	[ -w $_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable ] || return 0
+	echo mono >$_BENCH_TR/trace_clock
+	echo 4096 >$_BENCH_TR/buffer_size_kb
+	echo >$_BENCH_TR/trace
+	echo 1 >$_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable
+}
+_bench_trace_stop() { # _bench_trace_stop FILE
+	: >"$1"
+	[ -w $_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable ] || return 0
+	echo 0 >$_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable
+	grep hpcc_sample: $_BENCH_TR/trace >"$1"
+	echo >$_BENCH_TR/trace
+	echo local >$_BENCH_TR/trace_clock
 }
 
 _bench_hpcc_stats() {
@@ -163,6 +189,7 @@ bench_scenario() {
 	wait_listening hpcc-rcv 'sport >= :5301' "${#senders[@]}"
 	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
 	local sampler=$!
+	[ "$algo" != hpcc ] || _bench_trace_start
 	sleep 0.3
 	# CLOCK_MONOTONIC, the emulator's clock (bpf_ktime_get_ns)
 	local t_start
@@ -217,6 +244,7 @@ bench_scenario() {
 	fi
 	for i in "${pids[@]}" "${srv[@]}" $warm; do wait "$i"; done
 	wait $sampler
+	if [ "$algo" = hpcc ]; then _bench_trace_stop "$out.trace"; else : >"$out.trace"; fi
 	local after
 	after=$(_bench_hpcc_stats)
 	# After a route change the bottleneck is the new path's port.
@@ -289,6 +317,22 @@ r = {
     "q_steady_p99_bytes": steady["p99_bytes"] if steady else None,
     "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
 }
+# HPCC++'s operating point: U (the law's estimate of the bottleneck's
+# normalized in-flight bytes, after each update) from the tracepoint, over
+# the same steady part as the arrivals.
+us = []
+for line in open(f"{out}.trace"):
+    try:
+        ts = float(line.split(": hpcc_sample:")[0].split()[-1])
+        f = dict(kv.split("=", 1) for kv in line.split(": hpcc_sample:")[1].split() if "=" in kv)
+        if f["ev"] in ("2", "3") and ts * 1e9 >= int(t_all) + 5e8 and ts * 1e9 <= int(t_first) + secs * 1e9:
+            us.append(int(f["U"]) / 1e6)
+    except (ValueError, KeyError, IndexError):
+        continue
+us.sort()
+q = lambda p: round(us[min(len(us) - 1, int(p * len(us)))], 4)
+r["u_updates"] = len(us)
+r["u_p25"], r["u_p50"], r["u_p75"] = (q(0.25), q(0.5), q(0.75)) if us else (None, None, None)
 if topo == "parallel":
     pa = json.load(open(f"{out}.port-a.json"))
     extra = json.loads("{" + moved + "}") if moved else {}

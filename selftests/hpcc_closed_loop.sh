@@ -17,15 +17,22 @@
 # Host floor. Utilization and the median queue depend on how smoothly the
 # host stack delivers packets to the emulated switch, not only on the
 # congestion control. Before the hpcc runs, one open-loop reference flow
-# measures that: cubic capped at 90% of B with SO_MAX_PACING_RATE (below
-# the drafts' eta = 95%, above the 85% bar), one packet per skb (TSO/GSO off
+# measures that: cubic capped with SO_MAX_PACING_RATE at the utilization
+# bar plus one point (FLOOR_PCT, 86% of B), one packet per skb (TSO/GSO off
 # on the sender), so it needs no feedback and sends no bursts; whatever
-# queue it sees comes from the host. If even this flow misses
-# "utilization >= 85% and median queue <= 0.1 BDP", no congestion control
-# can meet them on this host: those two checks are reported as SKIP with
-# the reference's numbers (never as a pass). The checks that do not depend
-# on the host (no late drops, telemetry applied, p99 against dctcp in the
-# same run, route change, forged responses) always run.
+# queue it sees comes from the host. A sender that meets the bar sends at
+# least this much, and so sees at least this queue. If even this flow
+# misses "utilization >= 85% and median queue <= 0.1 BDP", no congestion
+# control can meet the two together on this host: those checks are
+# reported as SKIP with the reference's numbers (never as a pass). The
+# checks that do not depend on the host (no late drops, telemetry applied,
+# p99 against dctcp in the same run, the law's operating point, route
+# change, forged responses) always run.
+#
+# The operating point: HPCC++ sizes windows so that U, its estimate of the
+# bottleneck's qlen/(B*T) + txRate/B, settles at eta. With 1 and 4 flows
+# the median U after each update (tcp_hpcc:hpcc_sample, from 0.5 s after
+# the last flow started) must lie within U_TOL of eta.
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
@@ -38,6 +45,8 @@ SECS=${SECS:-8}
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 MIN_UTIL=${MIN_UTIL:-0.85}
+FLOOR_PCT=${FLOOR_PCT:-86}
+U_TOL=${U_TOL:-0.1}
 N_FORGED=${N_FORGED:-100}
 RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/hpcc_closed_loop.jsonl
@@ -45,7 +54,7 @@ JSON=$RESULTS/hpcc_closed_loop.jsonl
 require_root_and_vm
 require_tools ip tc bpftool clang python3 modprobe bc
 
-ktap_header 18
+ktap_header 20
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 : >"$JSON"
 
@@ -55,12 +64,12 @@ KNOBS=$(bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4) || { ktap_fail "hpcc_knobs"; 
 ktap_info "$KNOBS"
 intsw_build >/dev/null || { ktap_fail "switch_emulator_builds"; ktap_finish; }
 
-run() { # run NAME ALGO|paced90 N TOPO [key=value...] -> JSON line in $JSON, echoed
+run() { # run NAME ALGO|paced N TOPO [key=value...] -> JSON line in $JSON, echoed
 	local name=$1 algo=$2
 	shift 2
 	local r
-	if [ "$algo" = paced90 ]; then
-		r=$(bench_paced_reference "$@" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag="$name")
+	if [ "$algo" = paced ]; then
+		r=$(bench_paced_reference "$@" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" pct="$FLOOR_PCT" tag="$name")
 	else
 		r=$(bench_scenario "$algo" "$@" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag="$name")
 	fi
@@ -84,7 +93,9 @@ print(f'{r["algo"]:6} {r["flows"]} flow(s) {r["topo"]:8}: util {u if u is None e
       f'({r["q_p99_bytes"] / bdp:.3f} BDP) max {r["q_max_bytes"]} B, '
       f'from 0.5 s p50/p99 {steady("p50")}/{steady("p99")} BDP, drops {r["drops"]} '
       f'(last {r["last_drop_after_start_ms"]} ms after start), jain {r["jain"]}, '
-      f'goodput {r["goodput_mbps"]} Mbit/s')
+      f'goodput {r["goodput_mbps"]} Mbit/s' +
+      (f', U p25/p50/p75 {r["u_p25"]}/{r["u_p50"]}/{r["u_p75"]} over {r["u_updates"]} updates'
+       if r.get("u_updates") else ''))
 EOF
 }
 
@@ -122,11 +133,11 @@ EOF
 
 # The host floor (see the header): "" if the open-loop reference meets
 # util_median, else why not.
-FLOOR=$(run "floor-paced90-1-single" paced90 1 single "$SECS")
+FLOOR=$(run "floor-paced$FLOOR_PCT-1-single" paced 1 single "$SECS")
 ktap_info "host floor, open-loop reference: $(summary "$FLOOR")"
 FLOOR_WHY=$(util_median "$FLOOR") && FLOOR_WHY=""
 [ -z "$FLOOR_WHY" ] ||
-	FLOOR_WHY="host floor: an open-loop flow paced at 90% of B, one packet per skb, gets $FLOOR_WHY"
+	FLOOR_WHY="host floor: an open-loop flow paced at $FLOOR_PCT% of B, one packet per skb, gets $FLOOR_WHY"
 
 p99_below() { # p99_below HPCC_JSON DCTCP_JSON
 	python3 - "$1" "$2" <<'EOF'
@@ -135,6 +146,18 @@ a, b = (json.loads(x) for x in sys.argv[1:3])
 print("hpcc p99 %s B vs dctcp p99 %s B (the whole run, judged; from 0.5 s on: %s B vs %s B)" % (
     a["q_p99_bytes"], b["q_p99_bytes"], a.get("q_steady_p99_bytes"), b.get("q_steady_p99_bytes")))
 sys.exit(0 if a["q_p99_bytes"] < b["q_p99_bytes"] else 1)
+EOF
+}
+
+u_at_eta() { # u_at_eta HPCC_JSON: median U within U_TOL of eta
+	python3 - "$1" "$(cat /sys/module/tcp_hpcc/parameters/eta_ppm)" "$U_TOL" <<'EOF'
+import json, sys
+r, eta, tol = json.loads(sys.argv[1]), int(sys.argv[2]) / 1e6, float(sys.argv[3])
+u = r.get("u_p50")
+bdp = r["bdp_bytes"]
+print(f'median U {u} (p25 {r.get("u_p25")}, p75 {r.get("u_p75")}, {r.get("u_updates")} updates), '
+      f'eta {eta}; at the port: utilization {r["util"]}, median queue {r["q_p50_bytes"] / bdp:.3f} BDP')
+sys.exit(0 if u is not None and r.get("u_updates", 0) >= 50 and abs(u - eta) <= tol else 1)
 EOF
 }
 
@@ -151,6 +174,8 @@ ktap_check "hpcc_1_flow_p99_queue_below_dctcp" p99_below "${R[hpcc-1-single]}" "
 ktap_check_unless "$FLOOR_WHY" "hpcc_4_flows_one_bottleneck_util_and_median" util_median "${R[hpcc-4-single]}"
 ktap_check "hpcc_4_flows_one_bottleneck_in_control" in_control "${R[hpcc-4-single]}"
 ktap_check "hpcc_4_flows_p99_queue_below_dctcp" p99_below "${R[hpcc-4-single]}" "${R[dctcp-4-single]}"
+ktap_check "hpcc_1_flow_holds_u_at_eta" u_at_eta "${R[hpcc-1-single]}"
+ktap_check "hpcc_4_flows_hold_u_at_eta" u_at_eta "${R[hpcc-4-single]}"
 ktap_check_unless "$FLOOR_WHY" "hpcc_1_flow_bottleneck_at_hop_2_util_and_median" util_median "${R[hpcc-1-twohop]}"
 ktap_check "hpcc_1_flow_bottleneck_at_hop_2_in_control" in_control "${R[hpcc-1-twohop]}"
 ktap_check_unless "$FLOOR_WHY" "hpcc_4_flows_bottleneck_at_hop_2_util_and_median" util_median "${R[hpcc-4-twohop]}"
