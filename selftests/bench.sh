@@ -59,7 +59,8 @@ import csv, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 cols = ["algo", "flows", "util", "goodput_mbps", "q_p50_bytes", "q_p99_bytes", "q_max_bytes",
         "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "drops", "ce_marks", "jain",
-        "q_steady_p50_bdp", "q_steady_p99_bdp", "arr_p99_1ms", "arr_p99_10ms", "arr_max_10ms"]
+        "q_steady_p50_bdp", "q_steady_p99_bdp", "arr_p99_1ms", "arr_p99_10ms", "arr_max_10ms",
+        "u_p25", "u_p50", "u_p75", "u_updates"]
 for r in rows:
     for q in ("p50", "p99", "max"):
         r[f"q_{q}_bdp"] = round(r[f"q_{q}_bytes"] / r["bdp_bytes"], 3)
@@ -89,6 +90,11 @@ for n in sorted({r["flows"] for r in rows}):
               f' {st:>13}       {arr("p99_1ms")} {arr("p99_10ms")} {arr("max_10ms")}')
     if "hpcc" in ref:
         h = ref["hpcc"]
+        if h.get("u_updates"):
+            # What the law aims for (U = eta) and where it sits; U counts
+            # the queue in units of B*T, T being the flows' minimum RTT.
+            print(f'  hpcc operating point: U p25/p50/p75 {h["u_p25"]:.2f}/{h["u_p50"]:.2f}/{h["u_p75"]:.2f}'
+                  f' over {h["u_updates"]} updates (eta {h.get("eta")})')
         for a in ("dctcp", "cubic", "bbr", "paced90"):
             if a in ref and h["util"] and ref[a]["util"]:
                 o = ref[a]

@@ -34,10 +34,10 @@
 #       senders were launched: python under TCG takes 0.3-2 s), ce_marks,
 #       probes_stamped, arrivals (intsw.py arrivals: the bottleneck's arrival
 #       rate per 1 ms and per 10 ms, fractions of B), hpcc (tcp_hpcc stats
-#       deltas), u_updates, u_p25, u_p50, u_p75 (hpcc: the law's U after
-#       each update over the arrivals' window, from the tcp_hpcc:hpcc_sample
-#       tracepoint; null otherwise), and for parallel the per-switch probe
-#       counts.
+#       deltas), eta, u_updates, u_p25, u_p50, u_p75 (hpcc: the law's
+#       target, and its U after each update over the arrivals' window, from
+#       the tcp_hpcc:hpcc_sample tracepoint; null otherwise), and for
+#       parallel the per-switch probe counts.
 
 BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
 BENCH_PY=${INTSW_PY:-python3}
@@ -332,6 +332,10 @@ for line in open(f"{out}.trace"):
 us.sort()
 q = lambda p: round(us[min(len(us) - 1, int(p * len(us)))], 4)
 r["u_updates"] = len(us)
+try:
+    r["eta"] = int(open("/sys/module/tcp_hpcc/parameters/eta_ppm").read()) / 1e6 if algo == "hpcc" else None
+except OSError:
+    r["eta"] = None
 r["u_p25"], r["u_p50"], r["u_p75"] = (q(0.25), q(0.5), q(0.75)) if us else (None, None, None)
 if topo == "parallel":
     pa = json.load(open(f"{out}.port-a.json"))
