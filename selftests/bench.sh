@@ -54,6 +54,18 @@ for n in $FLOWS; do
 		>>"$JSON" || echo "bench: paced90 $n failed" >&2
 done
 
+# Flow completion times (bench_lib.sh bench_fct): short flows next to one
+# bulk flow of the same algorithm (FCT=0 leaves it out).
+FCT_JSON=$RESULTS/fct.jsonl
+: >"$FCT_JSON"
+if [ "${FCT:-1}" = 1 ]; then
+	for algo in $ALGOS; do
+		echo "bench: flow completion times, $algo, ${SECS}s" >&2
+		bench_fct "$algo" "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$FCT_JSON" ||
+			echo "bench: fct $algo failed" >&2
+	done
+fi
+
 python3 - "$JSON" "$RESULTS/bench.csv" <<'PY'
 import csv, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -103,4 +115,35 @@ for n in sorted({r["flows"] for r in rows}):
                 if h["q_steady_p99_bytes"] and o["q_steady_p99_bytes"] is not None:
                     st = f' ({o["q_steady_p99_bytes"] / h["q_steady_p99_bytes"]:.1f}x from 0.5 s)'
                 print(f'  hpcc vs {a}: utilization {h["util"] / o["util"]:.2f}x, p99 queue {a}/hpcc = {p99}{st}')
+PY
+
+[ -s "$FCT_JSON" ] || exit 0
+python3 - "$FCT_JSON" "$RESULTS/fct.csv" <<'PY'
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+flat = [dict(algo=r["algo"], size=int(k), **v) for r in rows for k, v in r["sizes"].items()]
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=["algo", "size", "n", "ideal_ms", "p50_ms", "p90_ms",
+                                      "p50_slowdown", "p90_slowdown"])
+    w.writeheader()
+    w.writerows(flat)
+r0 = rows[0]
+print(f'\nFlow completion times: short flows, one after another, next to one bulk flow of the same'
+      f' algorithm; B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, {r0["secs"]:.0f} s.'
+      f' Slowdown = FCT / ideal (alone, idle link, no host delay).')
+print(f'{"algo":7} {"size":>8} {"n":>4} {"ideal ms":>8} {"p50 ms":>8} {"p90 ms":>8} {"p50 slow":>8} {"p90 slow":>8}'
+      f' {"bulk Mbit/s":>11} {"q p99 BDP":>9}')
+for r in rows:
+    for k, v in r["sizes"].items():
+        print(f'{r["algo"]:7} {int(k):>8} {v["n"]:>4} {v["ideal_ms"]:>8.2f} {v["p50_ms"]:>8.2f} {v["p90_ms"]:>8.2f}'
+              f' {v["p50_slowdown"]:>8.2f} {v["p90_slowdown"]:>8.2f} {r["background_mbps"]:>11.1f}'
+              f' {r["q_p99_bytes"] / r["bdp_bytes"]:>9.2f}')
+by = {r["algo"]: r for r in rows}
+if "hpcc" in by:
+    h = by["hpcc"]["sizes"]
+    for a in (x for x in by if x != "hpcc"):
+        o = by[a]["sizes"]
+        rat = ", ".join(f'{int(k) // 1024} KiB {o[k]["p50_ms"] / h[k]["p50_ms"]:.1f}x/{o[k]["p90_ms"] / h[k]["p90_ms"]:.1f}x'
+                        for k in h if k in o and h[k]["p50_ms"] and h[k]["p90_ms"])
+        print(f'  FCT {a}/hpcc (p50/p90): {rat}')
 PY

@@ -346,3 +346,92 @@ if topo == "parallel":
 print(json.dumps(r))
 EOF
 }
+
+# bench_fct ALGO SECONDS [key=value ...]: flow completion times of short
+# flows under load, all flows of ALGO. One switch, two senders: sender 1
+# runs one bulk flow (the background load), sender 2 opens short flows one
+# after another (hpcc_flow.py fct: sizes in turn, gap_ms=10 apart, each a
+# new connection) to a `serve --reply` on the receiver, from 0.5 s after
+# the bulk flow started until it ends. The default sizes, four 8 KiB, two
+# 64 KiB, one 256 KiB and one 1 MiB per round, make small flows the most
+# common, as in datacenter workloads.
+# Other keys as bench_scenario (rate_mbit, rtt_us, buffer, ecn_k, tag,
+# sender_fq). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
+# bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
+# ce_marks, and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
+# p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).
+# ideal_ms is the flow alone on an idle link with no host delay: the
+# handshake's RTT, the bytes at B with their headers (1514 B on the wire
+# per 1448 B segment), and one more RTT for the last segment out and the
+# reply back. Slowdown is a flow's FCT over ideal_ms; the host's own delay
+# (see paced90) is in every algorithm's numbers alike.
+bench_fct() {
+	local algo=$1 secs=$2
+	shift 2
+	local rate rtt bdp buffer ecn_k tag sizes gap
+	rate=$(_bench_kv rate_mbit 100 "$@")
+	rtt=$(_bench_kv rtt_us 2000 "$@")
+	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
+	buffer=$(_bench_kv buffer $((4 * bdp)) "$@")
+	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
+	tag=$(_bench_kv tag "fct-$algo" "$@")
+	sizes=$(_bench_kv sizes 8192,8192,8192,8192,65536,65536,262144,1048576 "$@")
+	gap=$(_bench_kv gap_ms 10 "$@")
+	local out=${HPCC_RESULTS:-/tmp}/bench-$tag
+	intsw_topo_fanin 2 rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k" ||
+		{ echo "bench: topology failed" >&2; return 1; }
+	local ns dev
+	if [ "$(_bench_kv sender_fq 1 "$@")" = 1 ]; then
+		for ns in hpcc-s1 hpcc-s2; do
+			for dev in $(_bench_devs "$ns"); do tc -n "$ns" qdisc replace dev "$dev" root fq; done
+		done
+	fi
+	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
+	timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5301 --once --cc "$algo" \
+		>"$out.srv0.json" &
+	local srv_bulk=$!
+	timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5302 --reply --quiet --cc "$algo" &
+	local srv_fct=$!
+	wait_listening hpcc-rcv 'sport >= :5301' 2
+	rm -f "$out.started0"
+	timeout $((secs + 30)) ip netns exec hpcc-s1 "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 5301 "$secs" \
+		--cc "$algo" --started "$out.started0" >"$out.flow0.json" &
+	local bulk=$!
+	local _
+	for _ in $(seq 1 $((secs * 20))); do [ -s "$out.started0" ] && break; sleep 0.05; done
+	sleep 0.5
+	timeout $((secs + 30)) ip netns exec hpcc-s2 "$BENCH_PY" "$BENCH_FLOW" fct 10.0.2.1 5302 \
+		"$(echo "$secs - 1" | bc -l)" --sizes "$sizes" --gap-ms "$gap" --cc "$algo" >"$out.fct.json"
+	wait $bulk $srv_bulk
+	kill $srv_fct 2>/dev/null
+	wait $srv_fct 2>/dev/null
+	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
+	"$BENCH_PY" - "$out" "$algo" "$rate" "$rtt" "$bdp" "$secs" <<'PY'
+import json, sys
+out, algo, rate, rtt, bdp, secs = sys.argv[1:]
+rate, rtt, bdp, secs = int(rate), int(rtt), int(bdp), float(secs)
+port = json.load(open(f"{out}.port.json"))
+try:
+    bg = json.load(open(f"{out}.flow0.json"))["mbps"]
+except Exception:
+    bg = 0.0
+try:
+    fct = json.load(open(f"{out}.fct.json"))["fct"]
+except Exception:
+    fct = []
+pct = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
+sizes = {}
+for size in sorted({s for s, _ in fct}):
+    ms = sorted(ns / 1e6 for s, ns in fct if s == size)
+    wire = -(-size // 1448) * 1514
+    ideal = 2 * rtt / 1e3 + wire * 8 / (rate * 1e3)
+    sizes[str(size)] = {"n": len(ms), "ideal_ms": round(ideal, 3),
+                        "p50_ms": round(pct(ms, 0.5), 3), "p90_ms": round(pct(ms, 0.9), 3),
+                        "p50_slowdown": round(pct(ms, 0.5) / ideal, 2),
+                        "p90_slowdown": round(pct(ms, 0.9) / ideal, 2)}
+print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
+                  "secs": secs, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
+                  "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],
+                  "ce_marks": port["ce_marks"], "sizes": sizes}))
+PY
+}

@@ -5,6 +5,9 @@
   bench_plot.py DIR     reads DIR/bench.jsonl and DIR/bench-<algo>-<n>.samples,
                         writes DIR/bench_summary.png and DIR/bench_queue.png
 
+DIR/fct.jsonl, if there, gives DIR/bench_fct.png: the short flows' FCT
+slowdown (p50, with the p90) per size and algorithm.
+
 bench_summary.png: utilization, p99 queue (fraction of BDP) and drops per
 algorithm, for 1 and 4 flows. bench_queue.png: the bottleneck's backlog over
 time (0.2 s samples) for each algorithm with 4 flows and 1 flow.
@@ -76,6 +79,39 @@ def main(d):
     fig.tight_layout()
     fig.savefig(os.path.join(d, "bench_queue.png"), dpi=110)
     print(f"wrote {d}/bench_summary.png and {d}/bench_queue.png")
+    fct(d)
+
+
+def fct(d):
+    path = os.path.join(d, "fct.jsonl")
+    if not os.path.exists(path):
+        return
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    if not rows:
+        return
+    sizes = sorted({int(k) for r in rows for k in r["sizes"]})
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    width = 0.8 / len(rows)
+    for j, r in enumerate(rows):
+        xs = [i + j * width for i, s in enumerate(sizes) if str(s) in r["sizes"]]
+        v = [r["sizes"][str(s)] for s in sizes if str(s) in r["sizes"]]
+        p50 = [x["p50_slowdown"] for x in v]
+        p90 = [x["p90_slowdown"] for x in v]
+        ax.bar(xs, p50, width, color=COLORS.get(r["algo"], "gray"), edgecolor="black", linewidth=0.5,
+               label=f'{r["algo"]} (p50 bar, p90 tick)')
+        ax.errorbar(xs, p50, yerr=[[0] * len(p50), [b - a for a, b in zip(p50, p90)]], fmt="none",
+                    ecolor="black", capsize=3, linewidth=0.8)
+    ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(sizes))])
+    ax.set_xticklabels([f"{s // 1024} KiB" for s in sizes])
+    ax.set_ylabel("FCT slowdown (FCT / ideal)")
+    ax.axhline(1, color="gray", linewidth=0.6)
+    r0 = rows[0]
+    ax.set_title(f'Short flows next to one bulk flow of the same algorithm: B = {r0["rate_mbit"]} Mbit/s, '
+                 f'base RTT {r0["rtt_us"]} us', fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "bench_fct.png"), dpi=110)
+    print(f"wrote {d}/bench_fct.png")
 
 
 if __name__ == "__main__":

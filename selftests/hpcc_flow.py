@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bulk TCP flows with exact byte accounting, and hostile HPCC++ responses.
 
-  hpcc_flow.py serve PORT [--once] [--cc ALGO] [--bind ADDR] [--dev DEV]
-        accept connections, read each to EOF, print {"bytes": N} per connection;
+  hpcc_flow.py serve PORT [--once] [--reply] [--quiet] [--cc ALGO] [--bind ADDR] [--dev DEV]
+        accept connections, read each to EOF, print {"bytes": N} per connection
+        (--quiet: not); --reply answers each with the count (8 bytes) before
+        closing, which is when an fct client stops its clock;
         --cc sets the listener's (and so the connections') algorithm, which
         dctcp needs at both ends to negotiate ECN; --bind :: listens on IPv6
         and, dual-stack, on IPv4 (default 0.0.0.0, IPv4 only); --dev binds the
@@ -17,6 +19,11 @@
         open-loop sender at a fixed rate, the reference for what the host
         stack itself does to the queue; --started writes the CLOCK_MONOTONIC
         ns at which the connection was up (also "start_ns" in the JSON)
+  hpcc_flow.py fct DST PORT SECONDS --sizes B,B,... [--cc ALGO] [--gap-ms MS]
+        flow completion times: for SECONDS, one new connection after
+        another (sizes in turn, MS apart), each sending its size to a
+        `serve --reply` and waiting for the reply; prints {"fct":
+        [[size, ns], ...]}, ns from before connect() to the reply
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket;
         IPv6 if the addresses are):
@@ -70,8 +77,11 @@ def serve(argv):
             if not b:
                 break
             n += len(b)
+        if "--reply" in argv:
+            c.sendall(struct.pack("!Q", n))
         c.close()
-        print(json.dumps({"bytes": n}), flush=True)
+        if "--quiet" not in argv:
+            print(json.dumps({"bytes": n}), flush=True)
         if once:
             return
 
@@ -107,6 +117,37 @@ def send(argv):
     dt = time.monotonic() - t0
     s.close()
     print(json.dumps({"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2), "start_ns": start_ns}))
+
+
+def fct(argv):
+    dst, port, secs = argv[0], int(argv[1]), float(argv[2])
+    opts = dict(zip(argv[3::2], argv[4::2]))
+    sizes = [int(x) for x in opts["--sizes"].split(",")]
+    gap = float(opts.get("--gap-ms", "10")) / 1e3
+    out, i, end = [], 0, time.monotonic() + secs
+    while time.monotonic() < end:
+        size = sizes[i % len(sizes)]
+        i += 1
+        s = socket.socket(family(dst))
+        if "--cc" in opts:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
+        buf = b"\x5a" * size
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        s.connect((dst, port))
+        s.sendall(buf)
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while len(got) < 8:
+            b = s.recv(8 - len(got))
+            if not b:
+                break
+            got += b
+        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        s.close()
+        if len(got) == 8 and struct.unpack("!Q", got)[0] == size:
+            out.append([size, t1 - t0])
+        time.sleep(gap)
+    print(json.dumps({"fct": out, "started": i}))
 
 
 def csum(b):
@@ -181,4 +222,4 @@ def inject(argv):
 
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"serve": serve, "send": send, "inject": inject}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])
+    {"serve": serve, "send": send, "fct": fct, "inject": inject}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])
