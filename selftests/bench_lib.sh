@@ -112,15 +112,29 @@ _bench_hpcc_stats() {
 	fi
 }
 
-bench_scenario() {
-	local algo=$1 n=$2 topo=$3 secs=$4
-	shift 4
-	local rate rtt bdp buffer ecn_k tag
+# _bench_link [key=value ...]: sets the caller's rate, rtt, bdp, buffer and
+# ecn_k (declared local there) from rate_mbit, rtt_us, buffer and ecn_k.
+_bench_link() {
 	rate=$(_bench_kv rate_mbit 100 "$@")
 	rtt=$(_bench_kv rtt_us 2000 "$@")
 	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
 	buffer=$(_bench_kv buffer $((4 * bdp)) "$@")
 	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
+}
+
+# _bench_fq NS...: sch_fq at the root of every device of each netns.
+_bench_fq() {
+	local ns dev
+	for ns in "$@"; do
+		for dev in $(_bench_devs "$ns"); do tc -n "$ns" qdisc replace dev "$dev" root fq; done
+	done
+}
+
+bench_scenario() {
+	local algo=$1 n=$2 topo=$3 secs=$4
+	shift 4
+	local rate rtt bdp buffer ecn_k tag
+	_bench_link "$@"
 	tag=$(_bench_kv tag "$algo-$n-$topo" "$@")
 	local out=${HPCC_RESULTS:-/tmp}/bench-$tag
 	local common=(rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k")
@@ -150,11 +164,7 @@ bench_scenario() {
 	done
 	if [ "$sender_fq" = 1 ]; then
 		# Hosts pace in sch_fq, as recommended for paced congestion controls.
-		for ns in "${senders[@]}"; do
-			for dev in $(_bench_devs "$ns"); do
-				tc -n "$ns" qdisc replace dev "$dev" root fq
-			done
-		done
+		_bench_fq "${senders[@]}"
 	fi
 	if [ "$(_bench_kv sender_gso 1 "$@")" = 0 ]; then
 		for ns in "${senders[@]}"; do
@@ -369,23 +379,14 @@ bench_fct() {
 	local algo=$1 secs=$2
 	shift 2
 	local rate rtt bdp buffer ecn_k tag sizes gap
-	rate=$(_bench_kv rate_mbit 100 "$@")
-	rtt=$(_bench_kv rtt_us 2000 "$@")
-	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
-	buffer=$(_bench_kv buffer $((4 * bdp)) "$@")
-	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
+	_bench_link "$@"
 	tag=$(_bench_kv tag "fct-$algo" "$@")
 	sizes=$(_bench_kv sizes 8192,8192,8192,8192,65536,65536,262144,1048576 "$@")
 	gap=$(_bench_kv gap_ms 10 "$@")
 	local out=${HPCC_RESULTS:-/tmp}/bench-$tag
 	intsw_topo_fanin 2 rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k" ||
 		{ echo "bench: topology failed" >&2; return 1; }
-	local ns dev
-	if [ "$(_bench_kv sender_fq 1 "$@")" = 1 ]; then
-		for ns in hpcc-s1 hpcc-s2; do
-			for dev in $(_bench_devs "$ns"); do tc -n "$ns" qdisc replace dev "$dev" root fq; done
-		done
-	fi
+	[ "$(_bench_kv sender_fq 1 "$@")" != 1 ] || _bench_fq hpcc-s1 hpcc-s2
 	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
 	timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5301 --once --cc "$algo" \
 		>"$out.srv0.json" &
