@@ -146,4 +146,7 @@ if "hpcc" in by:
         rat = ", ".join(f'{int(k) // 1024} KiB {o[k]["p50_ms"] / h[k]["p50_ms"]:.1f}x/{o[k]["p90_ms"] / h[k]["p90_ms"]:.1f}x'
                         for k in h if k in o and h[k]["p50_ms"] and h[k]["p90_ms"])
         print(f'  FCT {a}/hpcc (p50/p90): {rat}')
+bad = [f'{r["algo"]} {r.get("flows_failed")}' for r in rows if r.get("flows_failed") != 0]
+if bad:
+    print("  short flows without a correct reply (not timed): " + ", ".join(bad))
 PY

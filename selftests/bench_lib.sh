@@ -368,7 +368,8 @@ EOF
 # Other keys as bench_scenario (rate_mbit, rtt_us, buffer, ecn_k, tag,
 # sender_fq). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
 # bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
-# ce_marks, and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
+# ce_marks, flows_failed (short flows without a correct reply; null if the
+# client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
 # p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).
 # ideal_ms is the flow alone on an idle link with no host delay: the
 # handshake's RTT, the bytes at B with their headers (1514 B on the wire
@@ -417,9 +418,10 @@ try:
 except Exception:
     bg = 0.0
 try:
-    fct = json.load(open(f"{out}.fct.json"))["fct"]
+    fj = json.load(open(f"{out}.fct.json"))
 except Exception:
-    fct = []
+    fj = {}
+fct = fj.get("fct", [])
 pct = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
 sizes = {}
 for size in sorted({s for s, _ in fct}):
@@ -433,6 +435,6 @@ for size in sorted({s for s, _ in fct}):
 print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
                   "secs": secs, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
                   "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],
-                  "ce_marks": port["ce_marks"], "sizes": sizes}))
+                  "ce_marks": port["ce_marks"], "flows_failed": fj.get("failed"), "sizes": sizes}))
 PY
 }

@@ -23,7 +23,9 @@
         flow completion times: for SECONDS, one new connection after
         another (sizes in turn, MS apart), each sending its size to a
         `serve --reply` and waiting for the reply; prints {"fct":
-        [[size, ns], ...]}, ns from before connect() to the reply
+        [[size, ns], ...], "started": N, "failed": N}, ns from before
+        connect() to the reply; a flow whose reply is missing or does not
+        count its bytes is failed, not timed
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket;
         IPv6 if the addresses are):
@@ -124,7 +126,7 @@ def fct(argv):
     opts = dict(zip(argv[3::2], argv[4::2]))
     sizes = [int(x) for x in opts["--sizes"].split(",")]
     gap = float(opts.get("--gap-ms", "10")) / 1e3
-    out, i, end = [], 0, time.monotonic() + secs
+    out, failed, i, end = [], 0, 0, time.monotonic() + secs
     while time.monotonic() < end:
         size = sizes[i % len(sizes)]
         i += 1
@@ -146,8 +148,10 @@ def fct(argv):
         s.close()
         if len(got) == 8 and struct.unpack("!Q", got)[0] == size:
             out.append([size, t1 - t0])
+        else:
+            failed += 1
         time.sleep(gap)
-    print(json.dumps({"fct": out, "started": i}))
+    print(json.dumps({"fct": out, "started": i, "failed": failed}))
 
 
 def csum(b):
