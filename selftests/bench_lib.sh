@@ -83,12 +83,15 @@ bench_paced_reference() {
 }
 
 # The module's tracepoint (tcp_hpcc:hpcc_sample) during an hpcc run, on
-# CLOCK_MONOTONIC like the emulator and the senders' start stamps. Silent
-# and harmless where tracefs or the event is missing.
+# CLOCK_MONOTONIC like the emulator and the senders' start stamps. The
+# trace clock and buffer size are restored afterwards. Silent and harmless
+# where tracefs or the event is missing.
 _BENCH_TR=/sys/kernel/tracing
 _bench_trace_start() {
 	grep -qs tracefs /proc/mounts || mount -t tracefs nodev $_BENCH_TR 2>/dev/null
 	[ -w $_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable ] || return 0
+	_BENCH_TR_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $_BENCH_TR/trace_clock)
+	_BENCH_TR_KB=$(awk '{ print $1; exit }' $_BENCH_TR/buffer_size_kb)
 	echo mono >$_BENCH_TR/trace_clock
 	echo 4096 >$_BENCH_TR/buffer_size_kb
 	echo >$_BENCH_TR/trace
@@ -100,7 +103,10 @@ _bench_trace_stop() { # _bench_trace_stop FILE
 	echo 0 >$_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable
 	grep hpcc_sample: $_BENCH_TR/trace >"$1"
 	echo >$_BENCH_TR/trace
-	echo local >$_BENCH_TR/trace_clock
+	echo "${_BENCH_TR_CLOCK:-local}" >$_BENCH_TR/trace_clock
+	case ${_BENCH_TR_KB:-} in
+	[0-9]*) echo "$_BENCH_TR_KB" >$_BENCH_TR/buffer_size_kb ;;
+	esac
 }
 
 _bench_hpcc_stats() {
