@@ -291,7 +291,7 @@ bench_scenario() {
 
 	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
 		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" "$t_start" "$t_first" "$t_all" <<'EOF'
-import json, subprocess, sys
+import json, os, subprocess, sys
 out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw, t_start, t_first, t_all = sys.argv[1:]
 rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
 flows = []
@@ -336,23 +336,14 @@ r = {
 # HPCC++'s operating point: U (the law's estimate of the bottleneck's
 # normalized in-flight bytes, after each update) from the tracepoint, over
 # the same steady part as the arrivals.
-us = []
-for line in open(f"{out}.trace"):
-    try:
-        ts = float(line.split(": hpcc_sample:")[0].split()[-1])
-        f = dict(kv.split("=", 1) for kv in line.split(": hpcc_sample:")[1].split() if "=" in kv)
-        if f["ev"] in ("2", "3") and ts * 1e9 >= int(t_all) + 5e8 and ts * 1e9 <= int(t_first) + secs * 1e9:
-            us.append(int(f["U"]) / 1e6)
-    except (ValueError, KeyError, IndexError):
-        continue
-us.sort()
-q = lambda p: round(us[min(len(us) - 1, int(p * len(us)))], 4)
-r["u_updates"] = len(us)
+sys.path.insert(0, os.path.dirname(intsw))
+import benchstat  # noqa: E402
+with open(f"{out}.trace") as f:
+    r.update(benchstat.u_quartiles(f, int(t_all) + 500_000_000, int(t_first) + int(secs * 1e9)))
 try:
     r["eta"] = int(open("/sys/module/tcp_hpcc/parameters/eta_ppm").read()) / 1e6 if algo == "hpcc" else None
 except OSError:
     r["eta"] = None
-r["u_p25"], r["u_p50"], r["u_p75"] = (q(0.25), q(0.5), q(0.75)) if us else (None, None, None)
 if topo == "parallel":
     pa = json.load(open(f"{out}.port-a.json"))
     extra = json.loads("{" + moved + "}") if moved else {}
@@ -380,8 +371,8 @@ EOF
 # ideal_ms is the flow alone on an idle link with no host delay: the
 # handshake's RTT, the bytes at B with their headers (1514 B on the wire
 # per 1448 B segment), and one more RTT for the last segment out and the
-# reply back. Slowdown is a flow's FCT over ideal_ms; the host's own delay
-# (see paced90) is in every algorithm's numbers alike.
+# reply back (benchstat.py). Slowdown is a flow's FCT over ideal_ms; the
+# host's own delay (see paced90) is in every algorithm's numbers alike.
 bench_fct() {
 	local algo=$1 secs=$2
 	shift 2
@@ -414,10 +405,12 @@ bench_fct() {
 	kill $srv_fct 2>/dev/null
 	wait $srv_fct 2>/dev/null
 	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
-	"$BENCH_PY" - "$out" "$algo" "$rate" "$rtt" "$bdp" "$secs" <<'PY'
+	"$BENCH_PY" - "$out" "$algo" "$rate" "$rtt" "$bdp" "$secs" "$INTSW_DIR" <<'PY'
 import json, sys
-out, algo, rate, rtt, bdp, secs = sys.argv[1:]
+out, algo, rate, rtt, bdp, secs, here = sys.argv[1:]
 rate, rtt, bdp, secs = int(rate), int(rtt), int(bdp), float(secs)
+sys.path.insert(0, here)
+import benchstat  # noqa: E402
 port = json.load(open(f"{out}.port.json"))
 try:
     bg = json.load(open(f"{out}.flow0.json"))["mbps"]
@@ -427,17 +420,7 @@ try:
     fj = json.load(open(f"{out}.fct.json"))
 except Exception:
     fj = {}
-fct = fj.get("fct", [])
-pct = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
-sizes = {}
-for size in sorted({s for s, _ in fct}):
-    ms = sorted(ns / 1e6 for s, ns in fct if s == size)
-    wire = -(-size // 1448) * 1514
-    ideal = 2 * rtt / 1e3 + wire * 8 / (rate * 1e3)
-    sizes[str(size)] = {"n": len(ms), "ideal_ms": round(ideal, 3),
-                        "p50_ms": round(pct(ms, 0.5), 3), "p90_ms": round(pct(ms, 0.9), 3),
-                        "p50_slowdown": round(pct(ms, 0.5) / ideal, 2),
-                        "p90_slowdown": round(pct(ms, 0.9) / ideal, 2)}
+sizes = benchstat.fct_sizes(fj.get("fct", []), rate, rtt)
 print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
                   "secs": secs, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
                   "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],

@@ -3,7 +3,7 @@
 #
 # Every test of tcp_hpcc, host and VM, from a fresh machine:
 #   1. host set-up (idempotent), 2. cargo tests of the no_std core and tools
-#   and a host test of the selftest library,
+#   and host tests of the selftest library and the benchmark's statistics,
 #   3. kernel (cached) and a warning-free module build, 4. the kselftests in
 #   the VM. Ends with one line "N passed, N failed, N skipped".
 set -uo pipefail
@@ -44,6 +44,12 @@ bash "$root/selftests/lib_test.sh" | tee "$results/lib_test.ktap"
 passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/lib_test.ktap")))
 failed=$((failed + $(grep -c '^not ok ' "$results/lib_test.ktap")))
 grep -q '^# totals:' "$results/lib_test.ktap" || verdict lib-test-complete 1
+
+step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
+python3 "$root/selftests/benchstat_test.py" | tee "$results/benchstat_test.ktap"
+passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/benchstat_test.ktap")))
+failed=$((failed + $(grep -c '^not ok ' "$results/benchstat_test.ktap")))
+grep -q '^# totals:' "$results/benchstat_test.ktap" || verdict benchstat-test-complete 1
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
