@@ -40,16 +40,18 @@ failed=$((failed + cf))
 if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
 
 step "host test of the selftest library (selftests/lib_test.sh)"
-bash "$root/selftests/lib_test.sh" | tee "$results/lib_test.ktap"
-passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/lib_test.ktap")))
-failed=$((failed + $(grep -c '^not ok ' "$results/lib_test.ktap")))
-grep -q '^# totals:' "$results/lib_test.ktap" || verdict lib-test-complete 1
+# Host KTAP goes to results/host/: the VM step below counts results/*.ktap.
+mkdir -p "$results/host"
+bash "$root/selftests/lib_test.sh" | tee "$results/host/lib_test.ktap"
+passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/host/lib_test.ktap")))
+failed=$((failed + $(grep -c '^not ok ' "$results/host/lib_test.ktap")))
+grep -q '^# totals:' "$results/host/lib_test.ktap" || verdict lib-test-complete 1
 
 step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
-python3 "$root/selftests/benchstat_test.py" | tee "$results/benchstat_test.ktap"
-passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/benchstat_test.ktap")))
-failed=$((failed + $(grep -c '^not ok ' "$results/benchstat_test.ktap")))
-grep -q '^# totals:' "$results/benchstat_test.ktap" || verdict benchstat-test-complete 1
+python3 "$root/selftests/benchstat_test.py" | tee "$results/host/benchstat_test.ktap"
+passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/host/benchstat_test.ktap")))
+failed=$((failed + $(grep -c '^not ok ' "$results/host/benchstat_test.ktap")))
+grep -q '^# totals:' "$results/host/benchstat_test.ktap" || verdict benchstat-test-complete 1
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
