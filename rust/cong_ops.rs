@@ -125,8 +125,7 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             || default_pacing(tp),
             |flow| {
                 // SAFETY: we are a congestion-control hook of this socket.
-                let own = unsafe { flow.owned() };
-                paced_rate(&k, own, own.law.pacing_rate(&own.params))
+                hpcc_rate(&k, unsafe { flow.owned() })
             },
         );
         tp.set_pacing_rate(rate);
@@ -299,17 +298,26 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
     }
 
     let interval = probe_interval_ns(k, tp, own);
-    if k.telemetry == 1 && tp.packets_out() > 0 && now.saturating_sub(own.last_probe_ns) >= interval {
-        probe_now(tp, flow, own, now);
+    if tp.packets_out() > 0 {
+        probe_if_due(tp, k, flow, own, now, interval);
     }
 
     let fresh = own.last_update_ns != 0
         && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
-    fresh.then(|| (own.law.window_bytes(), paced_rate(k, own, own.law.pacing_rate(&own.params))))
+    fresh.then(|| (own.law.window_bytes(), hpcc_rate(k, own)))
 }
 
-/// Sends a probe now, carrying `snd_nxt`, and remembers its nonce.
-fn probe_now(tp: &TcpSock<'_>, flow: &FlowObj, own: &mut Owned, now: u64) {
+/// The law's pacing rate R = W/T, bounded by [`paced_rate`].
+fn hpcc_rate(k: &Knobs, own: &Owned) -> u64 {
+    paced_rate(k, own, own.law.pacing_rate(&own.params))
+}
+
+/// Sends a probe, carrying `snd_nxt`, if telemetry is on and `interval`
+/// (the probe interval) has passed since the last one; remembers its nonce.
+fn probe_if_due(tp: &TcpSock<'_>, k: &Knobs, flow: &FlowObj, own: &mut Owned, now: u64, interval: u64) {
+    if k.telemetry != 1 || now.saturating_sub(own.last_probe_ns) < interval {
+        return;
+    }
     if let Some((net, tuple)) = tp.tuple() {
         // SAFETY: get_random_u32() has no preconditions.
         let nonce = unsafe { bindings::get_random_u32() };
@@ -335,10 +343,8 @@ unsafe extern "C" fn hpcc_cwnd_event(sk: *mut bindings::sock, ev: bindings::tcp_
         let Some(flow) = flow_of(tp) else { return };
         // SAFETY: we are a congestion-control hook of this socket.
         let own = unsafe { flow.owned() };
-        let now = now_ns();
-        if k.telemetry == 1 && now.saturating_sub(own.last_probe_ns) >= probe_interval_ns(&k, tp, own) {
-            probe_now(tp, flow, own, now);
-        }
+        let interval = probe_interval_ns(&k, tp, own);
+        probe_if_due(tp, &k, flow, own, now_ns(), interval);
     })
 }
 

@@ -82,30 +82,23 @@ bench_paced_reference() {
 	bench_scenario cubic "$n" "$topo" "$secs" "$@" maxrate_mbit=$((rate * pct / 100)) sender_gso=0
 }
 
-# The module's tracepoint (tcp_hpcc:hpcc_sample) during an hpcc run, on
-# CLOCK_MONOTONIC like the emulator and the senders' start stamps. The
-# trace clock and buffer size are restored afterwards. Silent and harmless
-# where tracefs or the event is missing.
-_BENCH_TR=/sys/kernel/tracing
+# The module's tracepoint (lib.sh hpcc_trace_start/stop) during an hpcc
+# run, on CLOCK_MONOTONIC like the emulator and the senders' start stamps,
+# in a 4 MB buffer; the trace clock and buffer size are restored after.
 _bench_trace_start() {
-	grep -qs tracefs /proc/mounts || mount -t tracefs nodev $_BENCH_TR 2>/dev/null
-	[ -w $_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable ] || return 0
-	_BENCH_TR_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $_BENCH_TR/trace_clock)
-	_BENCH_TR_KB=$(awk '{ print $1; exit }' $_BENCH_TR/buffer_size_kb)
-	echo mono >$_BENCH_TR/trace_clock
-	echo 4096 >$_BENCH_TR/buffer_size_kb
-	echo >$_BENCH_TR/trace
-	echo 1 >$_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable
+	hpcc_trace_start || return 0
+	_BENCH_TR_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $HPCC_TR/trace_clock)
+	_BENCH_TR_KB=$(awk '{ print $1; exit }' $HPCC_TR/buffer_size_kb)
+	echo mono >$HPCC_TR/trace_clock
+	echo 4096 >$HPCC_TR/buffer_size_kb
+	echo >$HPCC_TR/trace
 }
 _bench_trace_stop() { # _bench_trace_stop FILE
-	: >"$1"
-	[ -w $_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable ] || return 0
-	echo 0 >$_BENCH_TR/events/tcp_hpcc/hpcc_sample/enable
-	grep hpcc_sample: $_BENCH_TR/trace >"$1"
-	echo >$_BENCH_TR/trace
-	echo "${_BENCH_TR_CLOCK:-local}" >$_BENCH_TR/trace_clock
+	hpcc_trace_stop "$1" || return 0
+	echo >$HPCC_TR/trace
+	echo "${_BENCH_TR_CLOCK:-local}" >$HPCC_TR/trace_clock
 	case ${_BENCH_TR_KB:-} in
-	[0-9]*) echo "$_BENCH_TR_KB" >$_BENCH_TR/buffer_size_kb ;;
+	[0-9]*) echo "$_BENCH_TR_KB" >$HPCC_TR/buffer_size_kb ;;
 	esac
 }
 

@@ -32,7 +32,6 @@ RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 BDP=$((RATE_MBIT * 1000000 / 8 * RTT_US / 1000000))
 SECS=${SECS:-4}
-TR=/sys/kernel/tracing
 
 require_root_and_vm
 require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
@@ -56,7 +55,6 @@ t_topology() {
 		ip -n hpcc-s1 route get 10.0.2.1 | grep -q 'dev eth0'
 }
 ktap_check "dual_stack_topology" t_topology
-grep -qs tracefs /proc/mounts || mount -t tracefs nodev $TR 2>/dev/null
 
 # flow NAME DST ALGO SERVE_BIND: one SECS-long flow; counter deltas in
 # D_<counter>, the switch port's in SW_<key>, the flow's trace lines (if
@@ -69,10 +67,7 @@ flow() {
 	declare -gA B=() D=() SW0=() SW=()
 	for k in $COUNTERS; do B[$k]=$(hpcc_stat "$k"); done
 	for k in probes_stamped ce_marks tx_bytes; do SW0[$k]=$(intsw_get hpcc-sw1 rcv "$k"); done
-	if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
-		echo >$TR/trace
-		echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
-	fi
+	hpcc_trace_start
 	timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" ${SERVE_DEV:+--dev "$SERVE_DEV"} \
 		>"$RESULTS/hpcc_ipv6.$name.serve.json" &
 	srv=$!
@@ -89,10 +84,7 @@ flow() {
 	wait $snd
 	wait $srv
 	sleep 0.3
-	if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
-		echo 0 >$TR/events/tcp_hpcc/hpcc_sample/enable
-		grep 'hpcc_sample: ' $TR/trace >"$RESULTS/hpcc_ipv6.$name.trace"
-	fi
+	hpcc_trace_stop "$RESULTS/hpcc_ipv6.$name.trace"
 	for k in $COUNTERS; do D[$k]=$(($(hpcc_stat "$k") - ${B[$k]})); done
 	for k in probes_stamped ce_marks tx_bytes; do SW[$k]=$(($(intsw_get hpcc-sw1 rcv "$k") - ${SW0[$k]})); done
 	ktap_info "$name: $(jget "$RESULTS/hpcc_ipv6.$name.send.json" mbps) Mbit/s; probes sent ${D[probes_sent]}" \

@@ -48,12 +48,7 @@ GRO=$(ip netns exec "$NS_RCV" ethtool -k veth0 | awk '/^generic-receive-offload/
 ktap_info "receiver GRO: $GRO"
 
 # The tcp_hpcc:hpcc_sample tracepoint, on for the first flow.
-TR=/sys/kernel/tracing
-grep -qs tracefs /proc/mounts || mount -t tracefs nodev $TR 2>/dev/null
-if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
-	echo >$TR/trace
-	echo 1 >$TR/events/tcp_hpcc/hpcc_sample/enable
-fi
+hpcc_trace_start
 
 RESPONSE_COUNTERS="probes_sent probes_received responses_sent responses_received responses_accepted probes_no_socket responses_no_flow responses_mailbox_busy responses_bad_nonce responses_late responses_bad_int"
 declare -A before
@@ -74,9 +69,8 @@ ktap_info "probes sent ${d[probes_sent]} received ${d[probes_received]}; respons
 ktap_info "not answered: ${d[probes_no_socket]} (no socket); not accepted: no flow ${d[responses_no_flow]}, mailbox busy ${d[responses_mailbox_busy]}, bad nonce ${d[responses_bad_nonce]}, late ${d[responses_late]}, bad INT ${d[responses_bad_int]}"
 
 TRACE_LINES=
-if [ -w $TR/events/tcp_hpcc/hpcc_sample/enable ]; then
-	echo 0 >$TR/events/tcp_hpcc/hpcc_sample/enable
-	TRACE_LINES=$(grep -c 'hpcc_sample: src=10.0.1.1:[0-9]* dst=10.0.2.1:5201 ev=[0-4] ' $TR/trace)
+if hpcc_trace_stop "$RESULTS/hpcc_probe.trace"; then
+	TRACE_LINES=$(grep -c 'hpcc_sample: src=10.0.1.1:[0-9]* dst=10.0.2.1:5201 ev=[0-4] ' "$RESULTS/hpcc_probe.trace")
 fi
 
 t_probes_flow() {

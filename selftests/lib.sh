@@ -194,6 +194,26 @@ require_tools() {
 	done
 }
 
+# The module's tracepoint, tcp_hpcc:hpcc_sample. hpcc_trace_start mounts
+# tracefs if needed, clears the buffer and enables the event;
+# hpcc_trace_stop FILE disables it and writes the event's lines to FILE.
+# Both return 1 (FILE left empty) where tracefs or the event is missing.
+HPCC_TR=/sys/kernel/tracing
+HPCC_TR_EVENT=$HPCC_TR/events/tcp_hpcc/hpcc_sample/enable
+hpcc_trace_start() {
+	grep -qs tracefs /proc/mounts || mount -t tracefs nodev $HPCC_TR 2>/dev/null
+	[ -w $HPCC_TR_EVENT ] || return 1
+	echo >$HPCC_TR/trace
+	echo 1 >$HPCC_TR_EVENT
+}
+hpcc_trace_stop() { # hpcc_trace_stop FILE
+	: >"$1"
+	[ -w $HPCC_TR_EVENT ] || return 1
+	echo 0 >$HPCC_TR_EVENT
+	grep 'hpcc_sample: ' $HPCC_TR/trace >"$1"
+	return 0
+}
+
 # wait_listening NS FILTER N: up to 10 s until NS has N TCP listeners
 # matching the ss FILTER (python under TCG can take a while to get there).
 wait_listening() {
