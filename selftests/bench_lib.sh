@@ -86,12 +86,12 @@ bench_paced_reference() {
 # run, on CLOCK_MONOTONIC like the emulator and the senders' start stamps,
 # in a 4 MB buffer; the trace clock and buffer size are restored after.
 _bench_trace_start() {
-	hpcc_trace_start || return 0
+	hpcc_tracefs || return 0
 	_BENCH_TR_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $HPCC_TR/trace_clock)
 	_BENCH_TR_KB=$(awk '{ print $1; exit }' $HPCC_TR/buffer_size_kb)
 	echo mono >$HPCC_TR/trace_clock
 	echo 4096 >$HPCC_TR/buffer_size_kb
-	echo >$HPCC_TR/trace
+	hpcc_trace_start
 }
 _bench_trace_stop() { # _bench_trace_stop FILE
 	hpcc_trace_stop "$1" || return 0

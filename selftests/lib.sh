@@ -194,15 +194,19 @@ require_tools() {
 	done
 }
 
-# The module's tracepoint, tcp_hpcc:hpcc_sample. hpcc_trace_start mounts
-# tracefs if needed, clears the buffer and enables the event;
-# hpcc_trace_stop FILE disables it and writes the event's lines to FILE.
-# Both return 1 (FILE left empty) where tracefs or the event is missing.
+# The module's tracepoint, tcp_hpcc:hpcc_sample. hpcc_tracefs mounts
+# tracefs if needed and tells whether the event is there; hpcc_trace_start
+# also clears the buffer and enables the event; hpcc_trace_stop FILE
+# disables it and writes the event's lines to FILE. They return 1 (FILE
+# left empty) where tracefs or the event is missing.
 HPCC_TR=/sys/kernel/tracing
 HPCC_TR_EVENT=$HPCC_TR/events/tcp_hpcc/hpcc_sample/enable
-hpcc_trace_start() {
+hpcc_tracefs() {
 	grep -qs tracefs /proc/mounts || mount -t tracefs nodev $HPCC_TR 2>/dev/null
-	[ -w $HPCC_TR_EVENT ] || return 1
+	[ -w $HPCC_TR_EVENT ]
+}
+hpcc_trace_start() {
+	hpcc_tracefs || return 1
 	echo >$HPCC_TR/trace
 	echo 1 >$HPCC_TR_EVENT
 }
