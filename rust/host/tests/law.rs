@@ -2,7 +2,7 @@
 //! samples with exactly computable results.
 
 use hpcc_core::fixed::{U_MAX, U_ONE, WIN_ONE};
-use hpcc_core::law::{Event, HopSample, HpccFlow, Outcome, Sample, StaleReason};
+use hpcc_core::law::{srtt_pacing_cap, Event, HopSample, HpccFlow, Outcome, Sample, StaleReason};
 use hpcc_core::params::{HpccConfig, HpccParams, Mode, ParamError};
 
 const T: u64 = 10_000; // 10 µs
@@ -578,4 +578,62 @@ fn without_the_min_filter_the_queue_term_is_the_current_qlen() {
     assert_eq!(f.window_bytes(), (125_000.0 * 0.95 / 3.0) as u32 + 1_000);
     // And a queue that drained since is forgotten at once: u' = 0 + 1.
     assert_eq!(after_queues(&p, 2 * BDP, 0).u_q40(), U_ONE);
+}
+
+#[test]
+fn srtt_pacing_cap_is_pct_of_the_window_per_srtt() {
+    // 150% of 25000 B per 5 ms = 7.5 MB/s.
+    assert_eq!(srtt_pacing_cap(25_000, 150, 5_000), 7_500_000);
+    assert_eq!(srtt_pacing_cap(25_000, 100, 2_000), 12_500_000);
+    // Off, or no RTT sample yet: no cap.
+    assert_eq!(srtt_pacing_cap(25_000, 0, 5_000), u64::MAX);
+    assert_eq!(srtt_pacing_cap(25_000, 150, 0), u64::MAX);
+    // The largest inputs saturate instead of overflowing.
+    assert_eq!(srtt_pacing_cap(u32::MAX, u32::MAX, 1), u64::MAX);
+    assert_eq!(srtt_pacing_cap(u32::MAX, 1000, u32::MAX), u64::from(u32::MAX) * 1000 * 10_000 / u64::from(u32::MAX));
+}
+
+#[test]
+fn srtt_pacing_cap_leaves_w_over_t_alone_while_srtt_is_near_t() {
+    let p = params(cfg());
+    let f = HpccFlow::new(&p);
+    let w = f.window_bytes();
+    let t_us = (T / 1_000) as u32;
+    // srtt = T, or up to 1.5 T: 150% of W/srtt is at least W/T.
+    for srtt in [t_us, t_us * 3 / 2] {
+        assert!(srtt_pacing_cap(w, 150, srtt) >= f.pacing_rate(&p), "srtt {srtt}");
+    }
+    // srtt = 3 T: the cap is half of W/T.
+    assert_eq!(srtt_pacing_cap(w, 150, 3 * t_us), f.pacing_rate(&p) / 2);
+}
+
+#[test]
+fn srtt_pacing_cap_matches_a_128_bit_reference() {
+    let reference = |w: u32, pct: u32, srtt: u32| -> u64 {
+        if pct == 0 || srtt == 0 {
+            return u64::MAX;
+        }
+        let x = u128::from(w) * u128::from(pct) * 10_000 / u128::from(srtt);
+        u64::try_from(x).unwrap_or(u64::MAX)
+    };
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u32
+    };
+    for i in 0..100_000 {
+        let (w, srtt) = (next(), next() >> (i % 32));
+        // The module's range, and any u32 (then only saturation must agree).
+        let pct = if i % 2 == 0 { 100 + next() % 901 } else { next() };
+        let (got, want) = (srtt_pacing_cap(w, pct, srtt), reference(w, pct, srtt));
+        if pct <= 1000 {
+            assert_eq!(got, want, "w {w} pct {pct} srtt {srtt}");
+        } else {
+            // Past 4·10^5 % the fallback divides by srtt first: it may lose
+            // up to pct/100 + 1 B/s, never more, and saturates only past u64.
+            assert!(got <= want && want - got <= u64::from(pct) / 100 + 1, "w {w} pct {pct} srtt {srtt}: {got} vs {want}");
+        }
+    }
 }
