@@ -22,7 +22,7 @@
 use crate::bindings;
 use crate::flow::{FlowObj, Owned};
 use crate::hpcc_core::fallback::Fallback;
-use crate::hpcc_core::law::{Event, HpccFlow};
+use crate::hpcc_core::law::{srtt_pacing_cap, Event, HpccFlow};
 use crate::hpcc_core::wire;
 use crate::params::{self, Knobs};
 use crate::probe_tx::{self, now_ns};
@@ -125,7 +125,7 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             || default_pacing(tp),
             |flow| {
                 // SAFETY: we are a congestion-control hook of this socket.
-                hpcc_rate(&k, unsafe { flow.owned() })
+                hpcc_rate(&k, unsafe { flow.owned() }, tp.srtt_us())
             },
         );
         tp.set_pacing_rate(rate);
@@ -271,7 +271,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
             inflight: in_flight,
             srtt_us: tp.srtt_us(),
             base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
-            pacing_rate: paced_rate(k, own, o.pacing_rate),
+            pacing_rate: hpcc_rate(k, own, tp.srtt_us()),
             path_rate: own.path_rate,
         });
         stats::trace(&stats::TraceSample {
@@ -304,12 +304,14 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
 
     let fresh = own.last_update_ns != 0
         && now.saturating_sub(own.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
-    fresh.then(|| (own.law.window_bytes(), hpcc_rate(k, own)))
+    fresh.then(|| (own.law.window_bytes(), hpcc_rate(k, own, tp.srtt_us())))
 }
 
-/// The law's pacing rate R = W/T, bounded by [`paced_rate`].
-fn hpcc_rate(k: &Knobs, own: &Owned) -> u64 {
-    paced_rate(k, own, own.law.pacing_rate(&own.params))
+/// The law's pacing rate R = W/T, bounded by [`paced_rate`] and by
+/// `pace_srtt_cap_pct`% of W per smoothed RTT ([`srtt_pacing_cap`]).
+fn hpcc_rate(k: &Knobs, own: &Owned, srtt_us: u32) -> u64 {
+    let cap = srtt_pacing_cap(own.law.window_bytes(), k.pace_srtt_cap_pct, srtt_us);
+    paced_rate(k, own, own.law.pacing_rate(&own.params)).min(cap)
 }
 
 /// Sends a probe, carrying `snd_nxt`, if telemetry is on and `interval`

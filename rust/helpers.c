@@ -71,6 +71,8 @@ HPCC_PARAM(telemetry,
 	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
 HPCC_PARAM(pace_at_link_rate,
 	   "1: pace at most at the path's slowest INT link rate; 0: pace at W/T (default 1)");
+HPCC_PARAM(pace_srtt_cap_pct,
+	   "Pacing at most this percent of W per smoothed RTT (bursts near the rate W really delivers when the RTT is inflated); 0 = W/T only, the drafts (0 or 100..1000, default 150)");
 HPCC_PARAM(path_cap_pct,
 	   "HPCC++ bound of W in percent of the path's BDP min(B_j)*T; 0 = none, the drafts' law (0..1000, default 0)");
 HPCC_PARAM(window_validation,
@@ -80,7 +82,7 @@ HPCC_PARAM(probe_commit,
 HPCC_PARAM(u_weight_pct,
 	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
 HPCC_PARAM(max_increase_pct,
-	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 125)");
+	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 110)");
 HPCC_PARAM(qlen_min_filter,
 	   "1: queue term min(qlen, previous qlen), the drafts' filter (with one probe per RTT it reacts an RTT late); 0: the current qlen (default 0)");
 HPCC_PARAM(pacing_shift,

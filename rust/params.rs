@@ -81,11 +81,12 @@ knobs! {
     hpcc_param_telemetry, "telemetry", 1, telemetry;
     hpcc_param_pacing_shift, "pacing_shift", 11, pacing_shift;
     hpcc_param_pace_at_link_rate, "pace_at_link_rate", 1, pace_at_link_rate;
+    hpcc_param_pace_srtt_cap_pct, "pace_srtt_cap_pct", 150, pace_srtt_cap_pct;
     hpcc_param_path_cap_pct, "path_cap_pct", 0, path_cap_pct;
     hpcc_param_window_validation, "window_validation", 1, window_validation;
     hpcc_param_probe_commit, "probe_commit", 1, probe_commit;
     hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
-    hpcc_param_max_increase_pct, "max_increase_pct", 125, max_increase_pct;
+    hpcc_param_max_increase_pct, "max_increase_pct", 110, max_increase_pct;
     hpcc_param_qlen_min_filter, "qlen_min_filter", 0, qlen_min_filter;
 }
 
@@ -107,6 +108,8 @@ pub(crate) enum KnobError {
     PacingShift,
     /// `base_rtt_us` or `probe_interval_us` is above one second.
     Time,
+    /// `pace_srtt_cap_pct` is not 0 or in 100..=1000.
+    PaceCap,
 }
 
 impl KnobError {
@@ -126,6 +129,7 @@ impl KnobError {
             }
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
+            Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
         }
     }
 }
@@ -198,6 +202,9 @@ impl Knobs {
         }
         if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {
             return Err(KnobError::PacingShift);
+        }
+        if self.pace_srtt_cap_pct != 0 && !(100..=1000).contains(&self.pace_srtt_cap_pct) {
+            return Err(KnobError::PaceCap);
         }
         Ok(())
     }

@@ -74,8 +74,13 @@ t_params() {
 	[ "$(cat $p/qlen_min_filter)" = 0 ] || { echo "qlen_min_filter default $(cat $p/qlen_min_filter)"; return 1; }
 	echo 2 >"$p/qlen_min_filter" 2>/dev/null && { echo "qlen_min_filter=2 accepted"; return 1; }
 	echo 2 >"$p/window_validation" 2>/dev/null && { echo "window_validation=2 accepted"; return 1; }
-	[ "$(cat $p/max_increase_pct)" = 125 ] || { echo "max_increase_pct default $(cat $p/max_increase_pct)"; return 1; }
+	[ "$(cat $p/max_increase_pct)" = 110 ] || { echo "max_increase_pct default $(cat $p/max_increase_pct)"; return 1; }
 	echo 100 >"$p/max_increase_pct" 2>/dev/null && { echo "max_increase_pct=100 accepted"; return 1; }
+	[ "$(cat $p/pace_srtt_cap_pct)" = 150 ] || { echo "pace_srtt_cap_pct default $(cat $p/pace_srtt_cap_pct)"; return 1; }
+	echo 99 >"$p/pace_srtt_cap_pct" 2>/dev/null && { echo "pace_srtt_cap_pct=99 accepted"; return 1; }
+	echo 1001 >"$p/pace_srtt_cap_pct" 2>/dev/null && { echo "pace_srtt_cap_pct=1001 accepted"; return 1; }
+	echo 0 >"$p/pace_srtt_cap_pct" && [ "$(cat $p/pace_srtt_cap_pct)" = 0 ] || { echo "pace_srtt_cap_pct=0 refused"; return 1; }
+	echo 150 >"$p/pace_srtt_cap_pct" || return 1
 	echo 1 >"$p/qlen_min_filter" && [ "$(cat $p/qlen_min_filter)" = 1 ] || { echo "qlen_min_filter=1 refused"; return 1; }
 	echo 0 >"$p/qlen_min_filter" || return 1
 	dmesg | grep -q 'tcp_hpcc: rejected' || { echo "no pr_warn for rejected value"; return 1; }
