@@ -121,6 +121,15 @@ _bench_link() {
 	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
 }
 
+# _bench_wait_file FILE SECONDS: until FILE is non-empty (a sender's
+# --started stamp), at most SECONDS; the caller goes on either way (and
+# then reads what the sender wrote, or not).
+_bench_wait_file() {
+	local _
+	for _ in $(seq 1 $(($2 * 20))); do [ -s "$1" ] && break; sleep 0.05; done
+	return 0
+}
+
 # _bench_fq NS...: sch_fq at the root of every device of each netns.
 _bench_fq() {
 	local ns dev
@@ -219,9 +228,7 @@ bench_scenario() {
 	local warm=""
 	if [ "$topo" != parallel ]; then
 		(
-			for f in "${started[@]}"; do
-				for _ in $(seq 1 $((secs * 20))); do [ -s "$f" ] && break; sleep 0.05; done
-			done
+			for f in "${started[@]}"; do _bench_wait_file "$f" "$secs"; done
 			sleep 0.5
 			"$BENCH_PY" "$INTSW_DIR/intsw.py" hist "$(intsw_dir "$bns" "$bdev")" >"$out.hist-warm.json"
 		) &
@@ -389,8 +396,7 @@ bench_fct() {
 	timeout $((secs + 30)) ip netns exec hpcc-s1 "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 5301 "$secs" \
 		--cc "$algo" --started "$out.started0" >"$out.flow0.json" &
 	local bulk=$!
-	local _
-	for _ in $(seq 1 $((secs * 20))); do [ -s "$out.started0" ] && break; sleep 0.05; done
+	_bench_wait_file "$out.started0" "$secs"
 	sleep 0.5
 	timeout $((secs + 30)) ip netns exec hpcc-s2 "$BENCH_PY" "$BENCH_FLOW" fct 10.0.2.1 5302 \
 		"$(echo "$secs - 1" | bc -l)" --sizes "$sizes" --gap-ms "$gap" --cc "$algo" >"$out.fct.json"

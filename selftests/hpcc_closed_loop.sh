@@ -150,15 +150,15 @@ sys.exit(0 if a["q_p99_bytes"] < b["q_p99_bytes"] else 1)
 EOF
 }
 
-u_at_eta() { # u_at_eta HPCC_JSON: median U within U_TOL of eta
-	python3 - "$1" "$(cat /sys/module/tcp_hpcc/parameters/eta_ppm)" "$U_TOL" <<'EOF'
+u_at_eta() { # u_at_eta HPCC_JSON: median U within U_TOL of eta (the run's)
+	python3 - "$1" "$U_TOL" <<'EOF'
 import json, sys
-r, eta, tol = json.loads(sys.argv[1]), int(sys.argv[2]) / 1e6, float(sys.argv[3])
-u = r.get("u_p50")
+r, tol = json.loads(sys.argv[1]), float(sys.argv[2])
+u, eta = r.get("u_p50"), r.get("eta")
 bdp = r["bdp_bytes"]
 print(f'median U {u} (p25 {r.get("u_p25")}, p75 {r.get("u_p75")}, {r.get("u_updates")} updates), '
       f'eta {eta}; at the port: utilization {r["util"]}, median queue {r["q_p50_bytes"] / bdp:.3f} BDP')
-sys.exit(0 if u is not None and r.get("u_updates", 0) >= 50 and abs(u - eta) <= tol else 1)
+sys.exit(0 if u is not None and eta is not None and r.get("u_updates", 0) >= 50 and abs(u - eta) <= tol else 1)
 EOF
 }
 

@@ -21,6 +21,24 @@ step() { printf '\n=== %s\n' "$*"; }
 verdict() { # verdict <name> <ok?>
 	if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
 }
+# count_ktap FILE: adds a KTAP file's results to the totals; a file
+# without its "# totals:" line did not finish, which fails.
+count_ktap() {
+	local k=$1
+	passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$k")))
+	skipped=$((skipped + $(grep -c '^ok [0-9]* .*# SKIP' "$k")))
+	failed=$((failed + $(grep -c '^not ok ' "$k")))
+	if ! grep -q '^# totals:' "$k"; then echo "$(basename "$k") did not finish"; verdict "$(basename "$k" .ktap)-complete" 1; fi
+}
+# host_ktap NAME COMMAND...: a host test with KTAP output, kept in
+# results/host/ (the VM step counts results/*.ktap).
+host_ktap() {
+	local name=$1
+	shift
+	mkdir -p "$results/host"
+	"$@" | tee "$results/host/$name.ktap"
+	count_ktap "$results/host/$name.ktap"
+}
 finish() {
 	echo
 	echo "$passed passed, $failed failed, $skipped skipped"
@@ -40,18 +58,10 @@ failed=$((failed + cf))
 if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
 
 step "host test of the selftest library (selftests/lib_test.sh)"
-# Host KTAP goes to results/host/: the VM step below counts results/*.ktap.
-mkdir -p "$results/host"
-bash "$root/selftests/lib_test.sh" | tee "$results/host/lib_test.ktap"
-passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/host/lib_test.ktap")))
-failed=$((failed + $(grep -c '^not ok ' "$results/host/lib_test.ktap")))
-grep -q '^# totals:' "$results/host/lib_test.ktap" || verdict lib-test-complete 1
+host_ktap lib_test bash "$root/selftests/lib_test.sh"
 
 step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
-python3 "$root/selftests/benchstat_test.py" | tee "$results/host/benchstat_test.ktap"
-passed=$((passed + $(grep -c '^ok [0-9]* [^#]*$' "$results/host/benchstat_test.ktap")))
-failed=$((failed + $(grep -c '^not ok ' "$results/host/benchstat_test.ktap")))
-grep -q '^# totals:' "$results/host/benchstat_test.ktap" || verdict benchstat-test-complete 1
+host_ktap benchstat_test python3 "$root/selftests/benchstat_test.py"
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
@@ -88,12 +98,6 @@ if [ ${#ktaps[@]} -eq 0 ]; then
 	echo "no KTAP output from the VM (exit $vm_rc)"
 	verdict vm-boot 1
 else
-	for k in "${ktaps[@]}"; do
-		p=$(grep -c '^ok [0-9]* [^#]*$' "$k")
-		s=$(grep -c '^ok [0-9]* .*# SKIP' "$k")
-		f=$(grep -c '^not ok ' "$k")
-		passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-		if ! grep -q '^# totals:' "$k"; then echo "$(basename "$k") did not finish"; verdict "$(basename "$k" .ktap)-complete" 1; fi
-	done
+	for k in "${ktaps[@]}"; do count_ktap "$k"; done
 fi
 finish
