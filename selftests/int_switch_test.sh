@@ -207,10 +207,13 @@ bulk_flow() { # bulk_flow NAME CC
 	local client=$!
 	intsw_wait_busy $SW $PORT 10 3000
 	sleep 0.3
+	# The mid-flow histogram first: on a slow host the probe tool's python
+	# can take seconds, and a snapshot after it once came with the flow
+	# already over (1 sample left for hist_since_is_the_later_part_of_the_run).
+	"$PY" "$here/intsw.py" hist "$(intsw_dir $SW $PORT)" >"$RESULTS/int_switch.$name.hist-mid.json"
 	probes "$name.loaded" $SW/$PORT --count 8 --gap 0.004 --nonce 0x500
 	local t_quiet
 	t_quiet=$(uptime_ns)
-	"$PY" "$here/intsw.py" hist "$(intsw_dir $SW $PORT)" >"$RESULTS/int_switch.$name.hist-mid.json"
 	wait $client
 	local rc=$?
 	sleep 0.6
