@@ -14,7 +14,8 @@
 #       inject=N (N forged responses of each kind toward flow 1, after 1 s)
 #       maxrate_mbit=M (each sender's pacing capped at M/N Mbit/s with
 #       SO_MAX_PACING_RATE: with cubic, an open-loop fixed-rate reference)
-#       sender_gso=0 (senders' devices without TSO/GSO: one packet per skb)
+#       sender_gso=0 (senders' devices without TSO/GSO and with
+#       gso_max_segs 1: one packet per skb from TCP on)
 #       sender_fq=1 (sch_fq on the senders, for every algorithm: how paced
 #       congestion controls are deployed) tso_rtt_log=0 (senders' TSO bursts
 #       sized by the pacing rate only, not inflated for small RTTs)
@@ -177,7 +178,12 @@ bench_scenario() {
 	if [ "$(_bench_kv sender_gso 1 "$@")" = 0 ]; then
 		for ns in "${senders[@]}"; do
 			for dev in $(_bench_devs "$ns"); do
+				# TCP builds GSO skbs whatever the device offers
+				# (sk_setup_caps), segmented in software after the
+				# qdisc: without gso_max_segs 1 a "paced" skb still
+				# leaves as a burst of 1 ms of data.
 				ip netns exec "$ns" ethtool -K "$dev" tso off gso off >/dev/null
+				ip -n "$ns" link set dev "$dev" gso_max_segs 1
 			done
 		done
 	fi
