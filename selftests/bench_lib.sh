@@ -56,14 +56,20 @@ _bench_kv() { _intsw_kv "$@"; }
 #       819 B with N = 4. The rule's W_init*(1-eta)/N with W_init = B*T
 #       (312 B) leaves flows unfair for seconds: Jain 0.54 and 0.84 in two
 #       same-boot 4-flow runs, against 0.96 and 0.98 with 819 B.
+# Optional: WAI_BASE, the window the W_ai rule is applied to (default
+# 65536, as above; "winit" for the drafts' own rule W_init*(1-eta)/N), and
+# PACING_SHIFT (default: the module's).
 # Prints the settings.
 bench_hpcc_knobs() {
-	local rate=$1 rtt=$2 n=$3 p=/sys/module/tcp_hpcc/parameters eta
+	local rate=$1 rtt=$2 n=$3 base=${4:-65536} shift=${5:-} p=/sys/module/tcp_hpcc/parameters eta winit
 	eta=$(cat $p/eta_ppm)
+	winit=$((rate * 1000000 / 8 * rtt / 1000000))
+	[ "$base" != winit ] || base=$winit
 	echo "$n" >$p/expected_flows &&
-		echo $((rate * 1000000 / 8 * rtt / 1000000)) >$p/init_window_bytes &&
-		echo $((65536 * (1000000 - eta) / 1000000 / n)) >$p/wai_bytes || return 1
-	echo "tcp_hpcc: init_window_bytes $(cat $p/init_window_bytes), expected_flows $(cat $p/expected_flows), wai_bytes $(cat $p/wai_bytes)"
+		echo $winit >$p/init_window_bytes &&
+		echo $((base * (1000000 - eta) / 1000000 / n)) >$p/wai_bytes || return 1
+	[ -z "$shift" ] || echo "$shift" >$p/pacing_shift || return 1
+	echo "tcp_hpcc: init_window_bytes $(cat $p/init_window_bytes), expected_flows $(cat $p/expected_flows), wai_bytes $(cat $p/wai_bytes), pacing_shift $(cat $p/pacing_shift)"
 }
 
 _bench_devs() { # _bench_devs NS -> the netns' devices but lo
