@@ -39,7 +39,7 @@ install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "bench: cannot loa
 # The drafts' sizing for this link (bench_lib.sh): W_init = B*T, N = 4;
 # HPCC_WAI_BASE and HPCC_PACING_SHIFT as bench_hpcc_knobs takes them
 # ("winit 13": the closed loop's knobs).
-bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4 "${HPCC_WAI_BASE:-65536}" "${HPCC_PACING_SHIFT:-}" >&2 ||
+bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4 "${HPCC_WAI_BASE:-}" "${HPCC_PACING_SHIFT:-}" >&2 ||
 	{ echo "bench: cannot set tcp_hpcc's knobs"; exit 1; }
 intsw_build >/dev/null || { echo "bench: cannot build the switch emulator"; exit 1; }
 trap 'intsw_cleanup' EXIT
