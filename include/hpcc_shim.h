@@ -34,24 +34,34 @@ bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk);
 bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __u8 saddr[16],
 		   __u8 daddr[16], __be16 *sport, __be16 *dport);
 
-/* Whether an established (full) TCP socket exists in @net for the given
- * local/remote 4-tuple, via __inet_lookup_established() or
- * __inet6_lookup_established() on the netns' TCP hash table, on the
- * device @skb (a received IPv4 or IPv6 packet of that family, in a
- * netfilter hook) came in on. */
-bool hpcc_tcp_established(struct net *net, const struct sk_buff *skb,
-			  const __u8 laddr[16], __be16 lport,
-			  const __u8 raddr[16], __be16 rport);
+/* What hpcc_sk_send() and hpcc_reply() did with the packet, besides a
+ * negative errno. */
+enum {
+	HPCC_TX_SENT = 0,
+	/* The connection's route is an IPsec bundle (or blocked by policy):
+	 * nothing is sent in clear. */
+	HPCC_TX_PROTECTED = 1,
+	/* hpcc_reply(): no established connection for the tuple. */
+	HPCC_TX_NO_SOCKET = 2,
+};
 
-/* alloc_skb(GFP_ATOMIC) + skb_reserve() for a locally built IP packet of
- * @len bytes; skb_put() then gives the data area. */
+/* alloc_skb(GFP_ATOMIC | __GFP_NOWARN) + skb_reserve() for a locally built
+ * IP packet of @len bytes; skb_put() then gives the data area. */
 struct sk_buff *hpcc_skb_alloc_ip(unsigned int len);
 
-/* Routes @skb (an IPv4 or IPv6 packet built at skb->data, by the family
- * of the addresses) from @saddr to @daddr in @net with TOS/traffic class
- * @tos and sends it with ip_local_out() or ip6_local_out(). Consumes @skb. */
-int hpcc_ip_send(struct net *net, struct sk_buff *skb, const __u8 saddr[16],
-		 const __u8 daddr[16], __u8 tos);
+/* Sends @skb, an IPv4 or IPv6 packet of @sk's flow built at skb->data
+ * with TOS/traffic class @tos, routed exactly as @sk routes its data
+ * (addresses, ports, TOS, mark, bound device, uid, xfrm policy; for IPv6
+ * the data's flow label is written into the header). Consumes @skb. */
+int hpcc_sk_send(struct sock *sk, struct sk_buff *skb, __u8 tos);
+
+/* Receiver: finds the established (full) TCP socket in @net for the
+ * local/remote 4-tuple, on the device @rx (a received packet, in a
+ * netfilter hook) came in on, and sends @skb as hpcc_sk_send() would for
+ * that socket. Consumes @skb. */
+int hpcc_reply(struct net *net, const struct sk_buff *rx, const __u8 laddr[16],
+	       __be16 lport, const __u8 raddr[16], __be16 rport,
+	       struct sk_buff *skb, __u8 tos);
 
 /* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
  * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */

@@ -10,6 +10,7 @@
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <net/inet_dscp.h>
 #include <net/inet6_hashtables.h>
 #include <net/inet_hashtables.h>
@@ -154,13 +155,127 @@ bool hpcc_sk_tuple(const struct sock *sk, struct net **net, u8 saddr[16],
 	return true;
 }
 
-bool hpcc_tcp_established(struct net *net, const struct sk_buff *skb,
-			  const u8 laddr[16], __be16 lport,
-			  const u8 raddr[16], __be16 rport)
+struct sk_buff *hpcc_skb_alloc_ip(unsigned int len)
+{
+	struct sk_buff *skb = alloc_skb(LL_MAX_HEADER + len, GFP_ATOMIC | __GFP_NOWARN);
+
+	if (skb)
+		skb_reserve(skb, LL_MAX_HEADER);
+	return skb;
+}
+
+/* An IPv4 flow: an AF_INET socket, or a dual-stack one with an IPv4 peer. */
+static bool hpcc_sk_is_v4(const struct sock *sk)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6)
+		return ipv6_addr_v4mapped(&sk->sk_v6_daddr);
+#endif
+	return true;
+}
+
+/*
+ * Routes @skb as @sk routes its own data and sends it. The route lookup
+ * takes the socket's addresses, ports, TOS, mark, bound device and uid
+ * (ip_route_output_ports() as __ip_queue_xmit() calls it; for IPv6 the
+ * flow inet6_csk_route_socket() builds), so policy routing and multipath
+ * hashing choose the data's path. An IPv6 packet gets the flow label the
+ * data carries (ip6_make_flowlabel() on the socket's txhash, as ip6_xmit()
+ * does). Both lookups run the xfrm policy lookup: a route that is an IPsec
+ * bundle, or a blocked one, is never used for a packet in clear.
+ */
+static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
+{
+	const struct inet_sock *inet = inet_sk(sk);
+	struct net *net = sock_net(sk);
+	struct dst_entry *dst;
+	int err;
+
+	skb_reset_network_header(skb);
+	skb->ip_summed = CHECKSUM_NONE;
+	skb->mark = READ_ONCE(sk->sk_mark);
+	skb->priority = READ_ONCE(sk->sk_priority);
+#if IS_ENABLED(CONFIG_NF_CONNTRACK)
+	/* Never part of the connection conntrack tracks (a notrack rule). */
+	skb_set_nfct(skb, IP_CT_UNTRACKED);
+#endif
+	if (hpcc_sk_is_v4(sk)) {
+		struct flowi4 fl4;
+		struct rtable *rt;
+
+		rt = ip_route_output_ports(net, &fl4, sk, inet->inet_daddr,
+					   inet->inet_saddr, inet->inet_dport,
+					   inet->inet_sport, IPPROTO_TCP,
+					   READ_ONCE(inet->tos) & INET_DSCP_MASK,
+					   sk->sk_bound_dev_if);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		dst = &rt->dst;
+		skb->protocol = htons(ETH_P_IP);
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		const struct ipv6_pinfo *np = inet6_sk(sk);
+		struct flowi6 fl6 = {};
+		bool autolabel;
+
+		fl6.flowi6_proto = IPPROTO_TCP;
+		fl6.daddr = sk->sk_v6_daddr;
+		fl6.saddr = np->saddr;
+		fl6.flowlabel = np->flow_label;
+		fl6.flowi6_oif = sk->sk_bound_dev_if;
+		fl6.flowi6_mark = READ_ONCE(sk->sk_mark);
+		fl6.fl6_sport = inet->inet_sport;
+		fl6.fl6_dport = inet->inet_dport;
+		fl6.flowi6_uid = sk->sk_uid;
+		security_sk_classify_flow(sk, flowi6_to_flowi_common(&fl6));
+		dst = ip6_dst_lookup_flow(net, sk, &fl6, NULL);
+		if (IS_ERR(dst)) {
+			kfree_skb(skb);
+			return PTR_ERR(dst);
+		}
+		/* ip6_autoflowlabel(), which is not exported. */
+		autolabel = inet6_test_bit(AUTOFLOWLABEL_SET, sk) ?
+			    inet6_test_bit(AUTOFLOWLABEL, sk) :
+			    ip6_default_np_autolabel(net);
+		skb_set_hash_from_sk(skb, sk);
+		ip6_flow_hdr(ipv6_hdr(skb), tos,
+			     ip6_make_flowlabel(net, skb, fl6.flowlabel, autolabel, &fl6));
+		skb->protocol = htons(ETH_P_IPV6);
+#else
+		kfree_skb(skb);
+		return -EAFNOSUPPORT;
+#endif
+	}
+	if (dst_xfrm(dst)) {
+		dst_release(dst);
+		kfree_skb(skb);
+		return HPCC_TX_PROTECTED;
+	}
+	skb_dst_set(skb, dst);
+	if (skb->protocol == htons(ETH_P_IP))
+		err = ip_local_out(net, NULL, skb);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		err = ip6_local_out(net, NULL, skb);
+#endif
+	/* A negative errno, or a positive NET_XMIT_* code. */
+	return err > 0 ? net_xmit_errno(err) : err;
+}
+
+int hpcc_sk_send(struct sock *sk, struct sk_buff *skb, u8 tos)
+{
+	return hpcc_sk_xmit(sk, skb, tos);
+}
+
+int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
+	       __be16 lport, const u8 raddr[16], __be16 rport,
+	       struct sk_buff *skb, u8 tos)
 {
 	__be32 l4, r4;
 	struct sock *sk;
-	bool ok;
+	int err;
 
 	/* The incoming device (and L3 master device) as TCP's own receive
 	 * path takes them, so connections bound to a device (SO_BINDTODEVICE,
@@ -168,84 +283,29 @@ bool hpcc_tcp_established(struct net *net, const struct sk_buff *skb,
 	if (hpcc_v4(laddr, &l4) && hpcc_v4(raddr, &r4))
 		sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 					       r4, rport, l4, ntohs(lport),
-					       inet_iif(skb), inet_sdif(skb));
+					       inet_iif(rx), inet_sdif(rx));
 #if IS_ENABLED(CONFIG_IPV6)
 	else {
 		struct in6_addr l6 = hpcc_in6(laddr), r6 = hpcc_in6(raddr);
 
 		sk = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 						&r6, rport, &l6, ntohs(lport),
-						inet6_iif(skb), inet6_sdif(skb));
+						inet6_iif(rx), inet6_sdif(rx));
 	}
 #else
 	else
 		sk = NULL;
 #endif
-	if (!sk)
-		return false;
-	ok = sk_fullsock(sk) && sk->sk_state == TCP_ESTABLISHED;
+	if (!sk) {
+		kfree_skb(skb);
+		return HPCC_TX_NO_SOCKET;
+	}
+	if (sk_fullsock(sk) && sk->sk_state == TCP_ESTABLISHED) {
+		err = hpcc_sk_xmit(sk, skb, tos);
+	} else {
+		kfree_skb(skb);
+		err = HPCC_TX_NO_SOCKET;
+	}
 	sock_gen_put(sk);
-	return ok;
-}
-
-struct sk_buff *hpcc_skb_alloc_ip(unsigned int len)
-{
-	struct sk_buff *skb = alloc_skb(LL_MAX_HEADER + len, GFP_ATOMIC);
-
-	if (skb)
-		skb_reserve(skb, LL_MAX_HEADER);
-	return skb;
-}
-
-int hpcc_ip_send(struct net *net, struct sk_buff *skb, const u8 saddr[16],
-		 const u8 daddr[16], u8 tos)
-{
-	__be32 s4, d4;
-
-	skb_reset_network_header(skb);
-	skb->ip_summed = CHECKSUM_NONE;
-	if (hpcc_v4(saddr, &s4) && hpcc_v4(daddr, &d4)) {
-		struct flowi4 fl4 = {
-			.daddr = d4,
-			.saddr = s4,
-			.flowi4_tos = tos & INET_DSCP_MASK,
-			.flowi4_proto = IPPROTO_TCP,
-		};
-		struct rtable *rt;
-
-		rt = ip_route_output_key(net, &fl4);
-		if (IS_ERR(rt)) {
-			kfree_skb(skb);
-			return PTR_ERR(rt);
-		}
-		skb->protocol = htons(ETH_P_IP);
-		skb_dst_set(skb, &rt->dst);
-		return ip_local_out(net, NULL, skb);
-	}
-#if IS_ENABLED(CONFIG_IPV6)
-	{
-		struct flowi6 fl6 = {
-			.daddr = hpcc_in6(daddr),
-			.saddr = hpcc_in6(saddr),
-			.flowi6_proto = IPPROTO_TCP,
-			.flowlabel = ip6_make_flowinfo(tos, 0),
-		};
-		struct dst_entry *dst;
-		int err;
-
-		dst = ip6_route_output(net, NULL, &fl6);
-		err = dst->error;
-		if (err) {
-			dst_release(dst);
-			kfree_skb(skb);
-			return err;
-		}
-		skb->protocol = htons(ETH_P_IPV6);
-		skb_dst_set(skb, dst);
-		return ip6_local_out(net, NULL, skb);
-	}
-#else
-	kfree_skb(skb);
-	return -EAFNOSUPPORT;
-#endif
+	return err;
 }

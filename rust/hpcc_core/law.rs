@@ -26,7 +26,8 @@
 //!   caller reports use, as in the drafts, which assume every flow uses its
 //!   window). With the bytes the flow actually had in flight since the
 //!   last update, `used`, an update may not raise `W` above
-//!   `max(USED_WINDOW_GAIN·used, Wc)`: a flow held back by something other
+//!   `max(USED_WINDOW_GAIN·(used + min_window), Wc)`: a flow held back by
+//!   something other
 //!   than its window (its application, its host, its receiver, a pacing
 //!   cap) sees `U < eta` whatever `W` is, and would otherwise grow `W` by
 //!   eta/U every round until it floods the bottleneck once released.
@@ -35,7 +36,11 @@
 //! * **Bounded increase** (`max_increase_pct`, off in the drafts'
 //!   defaults): an update may not raise `W` above `Wc·pct/100`, so flows
 //!   that all read the same low `U` cannot together overshoot the link by
-//!   more than that factor in one round.
+//!   more than that factor in one round. While `U ≤ eta/2` the bound is
+//!   at least ×2 ([`LOW_U_INCREASE_PCT`]): flows that all double then
+//!   still stay below eta, and a flow alone on a link that has emptied
+//!   (after a burst drove it to its minimum window) regains its share in a
+//!   few updates instead of tens.
 //! * **Path BDP cap** (`path_cap_pct`, off in the drafts' defaults). `cap =
 //!   path_cap_pct% · min_j(B_j)·T`, the slowest hop's bandwidth-delay
 //!   product. A flow alone on the path reaches `U = 1` at `W = B·T`, so a
@@ -52,8 +57,10 @@
 //!   `lastUpdateSeq = snd_nxt`. The first update of a flow commits.
 //! * **Probe mode** (sender-based on per-probe telemetry). As sender mode,
 //!   but `updateWc` is set when the ack_seq of the sample the records came
-//!   from (the start of this sample's measured interval) is after
-//!   `lastUpdateSeq`.
+//!   from (the start of this sample's measured interval) is at or after
+//!   `lastUpdateSeq`: the next probe leaves on the ACK that committed,
+//!   with the commit's `snd_nxt`, and what it measures was all sent after
+//!   the commit. With a probe per RTT that is a commit every other sample.
 //! * **NewINT (receiver mode).** `updateWc` is set when
 //!   `now > lastUpdateTime + T`, and then `lastUpdateTime = now`. The first
 //!   update of a flow commits.
@@ -195,7 +202,10 @@ struct HopRecord {
 const F_RECORDS: u8 = 1;
 const F_SEQ: u8 = 2;
 const F_TIME: u8 = 4;
-/// Window validation: `W ≤ max(USED_WINDOW_GAIN · used, Wc)` (module docs).
+/// The bounded increase while `U ≤ eta/2`: at most ×2 per update (module docs).
+pub const LOW_U_INCREASE_PCT: u32 = 200;
+/// Window validation: `W ≤ max(USED_WINDOW_GAIN · (used + min_window), Wc)`
+/// (module docs).
 pub const USED_WINDOW_GAIN: u64 = 2;
 
 /// The pacing cap for a window and the flow's smoothed RTT: `pct`% of
@@ -666,8 +676,15 @@ impl HpccFlow {
             mode @ (Mode::Sender | Mode::Probe) => {
                 // Sender: the ACKed sequence; Probe: where the measured
                 // interval began (the previous sample's ack_seq).
-                let seq = if mode == Mode::Sender { s.ack_seq } else { self.rec_seq };
-                let go = self.flags & F_SEQ == 0 || seq_after(seq, self.last_update_seq);
+                // A probe interval that began with the commit's own snd_nxt
+                // (the glue sends the next probe on the ACK that applied
+                // the last response, before any new data) lies entirely
+                // after it: probe mode commits at or after lastUpdateSeq.
+                let go = self.flags & F_SEQ == 0
+                    || match mode {
+                        Mode::Sender => seq_after(s.ack_seq, self.last_update_seq),
+                        _ => !seq_after(self.last_update_seq, self.rec_seq),
+                    };
                 if go {
                     self.last_update_seq = s.snd_nxt;
                     self.flags |= F_SEQ;
@@ -708,13 +725,23 @@ impl HpccFlow {
             self.wc
         };
         let mut w = base.saturating_add(p.wai_q).min(p.max_q).min(cap);
-        let inc = p.config().max_increase_pct;
+        let mut inc = p.config().max_increase_pct;
         if inc != 0 {
+            // While U ≤ eta/2 even every flow doubling at once stays below
+            // eta: up to ×LOW_U_INCREASE_PCT/100 then.
+            if self.u.saturating_mul(2) <= p.eta_thresh {
+                inc = inc.max(LOW_U_INCREASE_PCT);
+            }
             // Wc < 2^48 (Q16 of ≤ 2^32 bytes), inc ≤ 1000: no overflow.
             w = w.min(self.wc.saturating_mul(u64::from(inc)) / 100);
         }
         if self.used != u32::MAX {
-            let bound = u64::from(self.used).saturating_mul(USED_WINDOW_GAIN) << WIN_SHIFT;
+            // `used` plus one minimum window: what a caller sees in flight
+            // can be short of what the flow sent by the segments just
+            // ACKed, and at the minimum window twice that can be the window
+            // itself, which would hold W at the floor for good.
+            let used = (u64::from(self.used) << WIN_SHIFT).saturating_add(p.min_q);
+            let bound = used.saturating_mul(USED_WINDOW_GAIN);
             w = w.min(bound.max(self.wc));
         }
         let w = w.max(p.min_q);

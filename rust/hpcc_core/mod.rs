@@ -20,6 +20,8 @@
 //!   64-bit-only 128/64 division.
 //! * [`probe`]: probe and response packets that carry the INT stack.
 //! * [`fallback`]: the no-telemetry AIMD law.
+//! * [`guard`]: TCP's loss response and the delivered-BDP bound around
+//!   telemetry.
 //!
 //! # Use from the kernel glue
 //!
@@ -45,6 +47,7 @@
 
 pub mod fallback;
 pub mod fixed;
+pub mod guard;
 pub mod law;
 pub mod params;
 pub mod probe;

@@ -493,12 +493,13 @@ fn window_growth_is_bounded_by_twice_the_window_used() {
     let o = path.round(&mut f, &p, 500_000);
     assert_eq!(o.event, Event::Committed);
     assert_eq!(o.window_bytes, BDP as u32);
-    // 100 kB in flight: growth up to 200 kB (of the 238.5 kB asked for).
+    // 100 kB in flight: growth up to twice that plus one minimum window
+    // (of the 238.5 kB asked for).
     f.set_used_window(Some(100_000));
-    assert_eq!(path.round(&mut f, &p, 500_000).window_bytes, 200_000);
-    // Overload still shrinks W whatever was used: 200 kB·0.95/1.9 + W_ai.
+    assert_eq!(path.round(&mut f, &p, 500_000).window_bytes, 203_000);
+    // Overload still shrinks W whatever was used: 203 kB·0.95/1.9 + W_ai.
     f.set_used_window(Some(0));
-    assert_eq!(path.round(&mut f, &p, 1_900_000).window_bytes, 101_000);
+    assert_eq!(path.round(&mut f, &p, 1_900_000).window_bytes, 102_500);
     // A flow that used its whole window is not bounded; nor is one that
     // reports nothing (None): W = Wc·0.95/0.5 + W_ai.
     for used in [Some(101_000), None] {
@@ -635,5 +636,68 @@ fn srtt_pacing_cap_matches_a_128_bit_reference() {
             // up to pct/100 + 1 B/s, never more, and saturates only past u64.
             assert!(got <= want && want - got <= u64::from(pct) / 100 + 1, "w {w} pct {pct} srtt {srtt}: {got} vs {want}");
         }
+    }
+}
+
+/// A flow driven down to its minimum window by a burst on its path (the
+/// module's knobs: one stage, +10% per update, window validation), then
+/// alone on the idle link. The glue reports as `used` what it sees in
+/// flight, which after an ACK is the window less that ACK's segment. At
+/// every small window the flow must regain 90% of eta·B·T within 50
+/// updates (one per base RTT here).
+#[test]
+fn window_validation_climbs_back_from_every_small_window() {
+    const MSS: u32 = 1448;
+    const T2: u64 = 2_000_000; // 2 ms
+    const B2: u64 = 100_000_000; // 100 Mb/s
+    const BDP2: u64 = B2 / 8 * T2 / 1_000_000_000; // 25 000 bytes
+    for min_segs in 2..=4u32 {
+        let p = params(HpccConfig {
+            base_rtt_ns: T2,
+            max_stage: 1,
+            wai_bytes: 312,
+            init_window_bytes: BDP2 as u32,
+            min_window_bytes: min_segs * MSS,
+            max_window_bytes: 64 * BDP2 as u32,
+            mode: Mode::Probe,
+            max_increase_pct: 110,
+            qlen_min_filter: false,
+            ..cfg()
+        });
+        let mut f = HpccFlow::new(&p);
+        let mut hop = HopSample { rate_bps: B2, ts_ns: 1_000_000, tx_bytes: 5_000_000, qlen_bytes: 0 };
+        let (mut now, mut seq) = (50_000_000u64, 1000u32);
+        let mut step = |f: &mut HpccFlow, tx: u64, q: u64| {
+            hop.ts_ns += T2;
+            hop.tx_bytes += tx;
+            hop.qlen_bytes = q;
+            now += T2;
+            let ack = seq;
+            seq = seq.wrapping_add(100_000);
+            let hops = [hop];
+            f.on_sample(&p, &Sample { now_ns: now, ack_seq: ack, snd_nxt: seq, path_id: 1, hops: &hops })
+        };
+        step(&mut f, 0, 0);
+        // The burst: the link full and a 4-BDP queue until W is at its minimum.
+        for _ in 0..200 {
+            let w = f.window_bytes();
+            f.set_used_window(Some(w.saturating_sub(MSS)));
+            step(&mut f, BDP2, 4 * BDP2);
+        }
+        assert_eq!(u64::from(f.window_bytes()), u64::from(min_segs * MSS), "min {min_segs}: at the floor");
+        // Alone on the idle link: the flow sends W per T.
+        let target = BDP2 * 95 / 100 * 9 / 10;
+        let mut rounds = None;
+        for r in 1..=50u32 {
+            let w = f.window_bytes();
+            f.set_used_window(Some(w.saturating_sub(MSS)));
+            let o = step(&mut f, u64::from(w), 0);
+            if u64::from(f.window_bytes()) >= target {
+                rounds = Some(r);
+                break;
+            }
+        }
+        assert!(rounds.is_some(), "min {min_segs} segs: W = {} B after 50 updates", f.window_bytes());
+        eprintln!("min {min_segs} segs: 90% of eta·B·T after {rounds:?} updates");
     }
 }

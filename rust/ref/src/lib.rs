@@ -183,10 +183,12 @@ impl RefFlow {
         self.u = (1.0 - tau / p.t_ns) * self.u + tau / p.t_ns * u;
         let update_wc = match p.mode {
             mode @ (Mode::Sender | Mode::Probe) => {
-                let seq = if mode == Mode::Sender { s.ack_seq } else { self.rec_seq };
-                let go = match self.last_update_seq {
-                    None => true,
-                    Some(l) => (seq.wrapping_sub(l) as i32) > 0,
+                // Sender: ack_seq after lastUpdateSeq; probe: the measured
+                // interval began at or after it.
+                let go = match (self.last_update_seq, mode) {
+                    (None, _) => true,
+                    (Some(l), Mode::Sender) => (s.ack_seq.wrapping_sub(l) as i32) > 0,
+                    (Some(l), _) => (self.rec_seq.wrapping_sub(l) as i32) >= 0,
                 };
                 if go {
                     self.last_update_seq = Some(s.snd_nxt);
@@ -216,10 +218,17 @@ impl RefFlow {
             self.wc + p.wai
         };
         let w = w.min(p.max).min(cap);
-        let w = if p.max_increase > 0.0 { w.min(self.wc * p.max_increase) } else { w };
-        // Window validation: no increase above USED_WINDOW_GAIN times the window used.
+        // Bounded increase, at least ×2 while U ≤ eta/2.
+        let inc = if 2.0 * self.u <= p.eta {
+            p.max_increase.max(f64::from(hpcc_core::law::LOW_U_INCREASE_PCT) / 100.0)
+        } else {
+            p.max_increase
+        };
+        let w = if p.max_increase > 0.0 { w.min(self.wc * inc) } else { w };
+        // Window validation: no increase above USED_WINDOW_GAIN times the
+        // window used plus one minimum window.
         let w = match self.used {
-            Some(u) => w.min((u * hpcc_core::law::USED_WINDOW_GAIN as f64).max(self.wc)),
+            Some(u) => w.min(((u + p.min) * hpcc_core::law::USED_WINDOW_GAIN as f64).max(self.wc)),
             None => w,
         };
         self.w = w.max(p.min);
