@@ -22,11 +22,19 @@
  * dual-stack socket with IPv4-mapped addresses) or IPv6 without extension
  * headers (an IPv6 flow).
  *
- * Probes and responses carry TCP checksum 0 and ip_summed CHECKSUM_NONE:
- * they are never valid TCP segments. The module consumes them in a
- * netfilter hook before TCP; a host without the module drops them as
- * checksum errors, so they can never enter TCP's sequence space, reach a
- * socket as data, or trigger an RST.
+ * Probes and responses carry a TCP checksum that is the valid one plus one
+ * (ones' complement; never valid, for any addresses, ports or payload) and
+ * ip_summed CHECKSUM_NONE: they are never valid TCP segments. A switch that
+ * stamps a probe updates the checksum incrementally (RFC 1624) so that it
+ * stays the valid one plus one. The module consumes them in a netfilter
+ * hook before TCP; a host without the module drops them as checksum
+ * errors, so they can never enter TCP's sequence space, reach a socket as
+ * data, or trigger an RST.
+ *
+ * A packet is a probe or response only if all of it matches: the DSCP,
+ * TCP, the magic, version, type (agreeing with the
+ * DSCP) and length. Anything else, whatever its DSCP, is not ours and
+ * passes untouched.
  */
 #ifndef _HPCC_PROBE_H
 #define _HPCC_PROBE_H

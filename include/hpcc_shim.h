@@ -20,6 +20,10 @@ struct module *hpcc_this_module(void);
 /* tcp_is_cwnd_limited(), a static inline in <net/tcp.h>. */
 bool hpcc_tcp_is_cwnd_limited(const struct sock *sk);
 
+/* rcu_read_lock() and rcu_read_unlock(), static inlines. */
+void hpcc_rcu_read_lock(void);
+void hpcc_rcu_read_unlock(void);
+
 /* tcp_in_cwnd_reduction() (CWR or Recovery), a static inline. */
 bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk);
 

@@ -12,7 +12,15 @@
 //! * **Sender again**: the same hook consumes responses, validates them
 //!   (length, header, INT stack, `nHop <= max_hops`, the flow, the nonce and
 //!   its age) and deposits the newest in the flow's mailbox for the next
-//!   ACK (see `flow`). Everything else with our DSCPs is counted and dropped.
+//!   ACK (see `flow`).
+//! * **Everything else passes untouched**: a packet is taken only if it
+//!   parses completely as a probe or response (DSCP, TCP, magic, version,
+//!   type, length). Another packet with one of our DSCPs (a peer's marked
+//!   traffic, a re-marking network) is counted by why it is not ours and
+//!   accepted.
+//! * Probes and responses are routed as their connection's data (see
+//!   `hpcc_sk_send` in the shim): same path, same flow label, and never in
+//!   clear where the connection is protected by IPsec.
 //!
 //! Packet bytes are built and parsed by the pure `hpcc_core::probe`; this
 //! file only moves them in and out of skbs.
@@ -22,6 +30,7 @@ use crate::flow::{registry, FlowObj, Mail, NonceCheck};
 use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_LEN, MAX_PACKET_LEN};
 use crate::hpcc_core::wire::{self, WireError};
 use crate::params;
+use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint, c_void};
@@ -53,14 +62,25 @@ impl NetRef {
     }
 }
 
-/// Sends a packet built by `hpcc_core::probe` from `t.saddr` to `t.daddr`
-/// (IPv4 or IPv6, by the addresses).
-fn send(net: NetRef, t: &Tuple, bytes: &[u8], dscp: u8) -> Result {
+/// Why a packet was not sent.
+enum TxError {
+    /// The connection's route is an IPsec bundle or blocked by policy:
+    /// nothing leaves in clear.
+    Protected,
+    /// The receiver has no established connection for the probe.
+    NoSocket,
+    /// No memory, no route, or the device dropped it.
+    Failed,
+}
+
+/// Copies a packet built by `hpcc_core::probe` into a fresh skb and hands
+/// it to `xmit` (one of the shim's senders, which consumes it).
+fn send(bytes: &[u8], xmit: impl FnOnce(*mut bindings::sk_buff) -> c_int) -> Result<(), TxError> {
     let len = bytes.len();
     // SAFETY: no preconditions; GFP_ATOMIC inside, so any context is fine.
     let skb = unsafe { bindings::hpcc_skb_alloc_ip(len as c_uint) };
     if skb.is_null() {
-        return Err(kernel::error::code::ENOMEM);
+        return Err(TxError::Failed);
     }
     // SAFETY: `skb` is our fresh skb with `len` bytes of tailroom, so
     // skb_put returns `len` writable bytes that nothing else aliases, and
@@ -69,28 +89,27 @@ fn send(net: NetRef, t: &Tuple, bytes: &[u8], dscp: u8) -> Result {
         let dst = bindings::skb_put(skb, len as c_uint).cast::<u8>();
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len);
     }
-    // SAFETY: `net` is a live netns (we are in a hook or a socket of it);
-    // `skb` is ours and hpcc_ip_send consumes it on every path; the
-    // addresses are 16-byte arrays it only reads during the call.
-    let ret = unsafe {
-        bindings::hpcc_ip_send(net.0.as_ptr(), skb, t.saddr.as_ptr(), t.daddr.as_ptr(), dscp << 2)
-    };
-    // ip_local_out returns a negative errno or a positive NET_XMIT_* code.
-    if ret != 0 {
-        return Err(kernel::error::code::EIO);
+    match xmit(skb) {
+        0 => Ok(()),
+        r if r == bindings::HPCC_TX_PROTECTED as c_int => Err(TxError::Protected),
+        r if r == bindings::HPCC_TX_NO_SOCKET as c_int => Err(TxError::NoSocket),
+        _ => Err(TxError::Failed),
     }
-    Ok(())
 }
 
-/// Sends a probe for the flow `t` (local to remote). Counts the outcome.
-pub(crate) fn send_probe(net: NetRef, t: &Tuple, nonce: u32, snd_nxt: u32) {
+/// Sends a probe for the flow `t` (local to remote) of the socket `tp`,
+/// routed as its data. Counts the outcome.
+pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32) {
     let dscp = params::dscps().0;
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
-    match send(net, t, bytes.get(..len).unwrap_or(&[]), dscp) {
-        Ok(()) => inc(Counter::ProbesSent),
-        Err(_) => inc(Counter::ProbeSendErrors),
-    }
+    // SAFETY: `send` passes a fresh skb it owns, holding the probe.
+    let sent = send(bytes.get(..len).unwrap_or(&[]), |skb| unsafe { tp.send_skb(skb, dscp << 2) });
+    inc(match sent {
+        Ok(()) => Counter::ProbesSent,
+        Err(TxError::Protected) => Counter::ProbesIpsec,
+        Err(_) => Counter::ProbeSendErrors,
+    });
 }
 
 /// A received skb inside our hook.
@@ -124,37 +143,45 @@ fn count_malformed(e: ProbeError) {
     });
 }
 
-/// Receiver: answers a probe (received as `rx`) of an established connection.
+/// Receiver: answers a probe (received as `rx`) of an established
+/// connection, routed as that connection's data.
 fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
     inc(Counter::ProbesReceived);
     let t = &p.tuple;
-    // SAFETY: `net` is the live netns of the hook and `rx` its live skb,
-    // whose control block the IP layer filled before LOCAL_IN; the
-    // addresses are 16-byte arrays the lookup only reads; it takes and
-    // drops its own socket reference.
-    let known = unsafe {
-        bindings::hpcc_tcp_established(
-            net.0.as_ptr(),
-            rx.0.as_ptr(),
-            t.daddr.as_ptr(),
-            t.dport.to_be(),
-            t.saddr.as_ptr(),
-            t.sport.to_be(),
-        )
-    };
-    if !known {
-        // Not a flow of ours to answer: no reflection for strangers.
-        inc(Counter::ProbesNoSocket);
-        return;
-    }
     let dscp = params::dscps().1;
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_response(&mut bytes, p, dscp);
-    match send(net, &t.reversed(), bytes.get(..len).unwrap_or(&[]), dscp) {
-        Ok(()) => inc(Counter::ResponsesSent),
-        Err(_) => inc(Counter::ResponseSendErrors),
-    }
+    let sent = send(bytes.get(..len).unwrap_or(&[]), |skb| {
+        // SAFETY: `net` is the live netns of the hook and `rx` its live
+        // skb, whose control block the IP layer filled before LOCAL_IN;
+        // the addresses are 16-byte arrays the shim only reads; it takes
+        // and drops its own socket reference and consumes `skb`.
+        unsafe {
+            bindings::hpcc_reply(
+                net.0.as_ptr(),
+                rx.0.as_ptr(),
+                t.daddr.as_ptr(),
+                t.dport.to_be(),
+                t.saddr.as_ptr(),
+                t.sport.to_be(),
+                skb,
+                dscp << 2,
+            )
+        }
+    });
+    inc(match sent {
+        Ok(()) => Counter::ResponsesSent,
+        // Not a flow of ours to answer: no reflection for strangers.
+        Err(TxError::NoSocket) => Counter::ProbesNoSocket,
+        Err(TxError::Protected) => Counter::ResponsesIpsec,
+        Err(TxError::Failed) => Counter::ResponseSendErrors,
+    });
 }
+
+/// A response older than this (since its probe left) is counted late and
+/// ignored. Any RTT below it works: samples are unwrapped against each
+/// other (at most `probe::MAX_INTERVAL_NS` apart), not against the probe.
+const MAX_RESPONSE_AGE_NS: u64 = 1_000_000_000;
 
 /// Sender: validates a response and hands it to its flow.
 fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
@@ -179,7 +206,7 @@ fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
     let found = unsafe {
         registry::with_flow(net.key(), &key, |flow: &FlowObj| match flow.nonces.check(p.nonce, p.snd_nxt, now) {
             NonceCheck::Unknown => inc(Counter::ResponsesBadNonce),
-            NonceCheck::Fresh { age_ns } if age_ns > wire::MAX_GAP_NS => inc(Counter::ResponsesLate),
+            NonceCheck::Fresh { age_ns } if age_ns > MAX_RESPONSE_AGE_NS => inc(Counter::ResponsesLate),
             NonceCheck::Fresh { .. } => {
                 if flow.mailbox.put(&mail) {
                     inc(Counter::ResponsesAccepted)
@@ -218,9 +245,11 @@ unsafe extern "C" fn hpcc_nf_local_in(
     let n = rx.copy_prefix(&mut buf);
     match probe::classify(buf.get(..n).unwrap_or(&[]), pd, rd) {
         Ok(None) => bindings::NF_ACCEPT,
+        // Our DSCP but not exactly our format: not ours. Counted, and
+        // passed on untouched (TCP, or whoever owns it, decides).
         Err(e) => {
             count_malformed(e);
-            bindings::NF_DROP
+            bindings::NF_ACCEPT
         }
         Ok(Some(p)) => {
             match p.kind {

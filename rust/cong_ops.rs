@@ -13,7 +13,8 @@
 //!    probe interval (default: one RTT) old;
 //! 3. sets cwnd = ⌈W / mss⌉ and the pacing rate W / T (capped at the
 //!    path's slowest link, from the INT rate codes) while telemetry is
-//!    fresh, or otherwise runs the no-telemetry fallback ([`Fallback`]):
+//!    fresh, within TCP's own loss response and the delivered-BDP bound
+//!    (`hpcc_core::guard`), or otherwise runs the no-telemetry fallback ([`Fallback`]):
 //!    additive increase while cwnd-limited, an immediate cut to `ssthresh`
 //!    in CWR/Recovery (`ssthresh` is the fallback's multiplicative
 //!    decrease), and TCP's usual pacing at 1.2 (or 2 below ssthresh/2)
@@ -22,6 +23,8 @@
 use crate::bindings;
 use crate::flow::{FlowObj, Owned};
 use crate::hpcc_core::fallback::Fallback;
+use crate::hpcc_core::guard::{telemetry_cwnd, Capped, DeliveryBound};
+use crate::hpcc_core::probe;
 use crate::hpcc_core::law::{srtt_pacing_cap, Event, HpccFlow};
 use crate::hpcc_core::wire;
 use crate::params::{self, Knobs};
@@ -51,11 +54,16 @@ struct CaState {
     prior_cwnd: u32,
     /// The flow's [`FlowObj`], as an address (0: none).
     flow: usize,
+    /// The delivered-BDP bound on what telemetry may set.
+    delivery: DeliveryBound,
+    /// The cwnd `init` set (the bound's floor).
+    init_segs: u32,
 }
 
-// SAFETY: `CaState` is three integers (Fallback holds one `u32`): valid for
-// every bit pattern, 16 bytes, 8-byte aligned, no drop glue. `flow` is only
-// turned into a pointer after `init` stored a real one.
+// SAFETY: `CaState` is integers only (Fallback holds one `u32`,
+// DeliveryBound two `u32` and a `u64`): valid for every bit pattern, 40
+// bytes, 8-byte aligned, no drop glue. `flow` is only turned into a
+// pointer after `init` stored a real one.
 unsafe impl CaPriv for CaState {}
 
 /// Runs `f` on the socket a hook received; `default` if the pointer is null.
@@ -100,6 +108,8 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             fallback: Fallback::new(),
             prior_cwnd: cwnd,
             flow,
+            delivery: DeliveryBound::default(),
+            init_segs: cwnd,
         };
         tp.set_cwnd(cwnd);
         // No exponential probe from a small window: additive increase from
@@ -200,17 +210,17 @@ unsafe extern "C" fn hpcc_undo_cwnd(sk: *mut bindings::sock) -> u32 {
     })
 }
 
-/// The probe interval: the knob, or one smoothed RTT (at least T).
+/// The probe interval ([`probe::interval_ns`]).
 fn probe_interval_ns(k: &Knobs, tp: &TcpSock<'_>, own: &Owned) -> u64 {
-    if k.probe_interval_us != 0 {
-        return u64::from(k.probe_interval_us) * 1000;
-    }
-    (u64::from(tp.srtt_us()) * 1000).max(own.base_rtt_ns)
+    probe::interval_ns(k.probe_interval_us, tp.srtt_us(), own.base_rtt_ns)
 }
 
 /// The HPCC++ part of an ACK. Returns the window (bytes) and pacing rate
 /// (bytes/s) to apply while telemetry is fresh.
-fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Option<(u32, u64)> {
+///
+/// `prior_in_flight` is what was in flight before this ACK (window
+/// validation counts what the flow sent, not what is left after the ACK).
+fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64, prior_in_flight: u32) -> Option<(u32, u64)> {
     // SAFETY: we are a congestion-control hook of this socket.
     let own = unsafe { flow.owned() };
 
@@ -227,7 +237,7 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64) -> Opt
     }
 
     let in_flight = tp.in_flight();
-    own.max_in_flight = own.max_in_flight.max(in_flight);
+    own.max_in_flight = own.max_in_flight.max(in_flight).max(prior_in_flight);
     if let Some(mail) = flow.mailbox.take() {
         let Ok(stack) = wire::parse(&mail.int) else {
             inc(Counter::ResponsesBadInt);
@@ -320,14 +330,14 @@ fn probe_if_due(tp: &TcpSock<'_>, k: &Knobs, flow: &FlowObj, own: &mut Owned, no
     if k.telemetry != 1 || now.saturating_sub(own.last_probe_ns) < interval {
         return;
     }
-    if let Some((net, tuple)) = tp.tuple() {
+    if let Some((_, tuple)) = tp.tuple() {
         // SAFETY: get_random_u32() has no preconditions.
         let nonce = unsafe { bindings::get_random_u32() };
         let snd_nxt = tp.snd_nxt();
         flow.nonces.record(own.probes, nonce, snd_nxt, now);
         own.probes = own.probes.wrapping_add(1);
         own.last_probe_ns = now;
-        probe_tx::send_probe(net, &tuple, nonce, snd_nxt);
+        probe_tx::send_probe(tp, &tuple, nonce, snd_nxt);
     }
 }
 
@@ -383,13 +393,35 @@ unsafe extern "C" fn hpcc_cong_control(
     rs: *const bindings::rate_sample,
 ) {
     // SAFETY: TCP passes the ACK's rate sample (or null) for this call only.
-    let acked = unsafe { rs.as_ref() }.map_or(0, |rs| rs.acked_sacked);
+    let rs = unsafe { rs.as_ref() };
+    let acked = rs.map_or(0, |rs| rs.acked_sacked);
+    let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
     with_sock(sk, (), |tp| {
         let k = params::knobs();
-        let hpcc = flow_of(tp).and_then(|flow| hpcc_on_ack(tp, &k, flow, now_ns()));
+        let now = now_ns();
+        if let Some(rs) = rs {
+            let (min_rtt, srtt) = (tp.min_rtt_us(), tp.srtt_us());
+            tp.ca::<CaState>().delivery.on_rate_sample(
+                now,
+                u32::try_from(rs.delivered).unwrap_or(0),
+                u64::try_from(rs.interval_us).unwrap_or(0),
+                min_rtt,
+                srtt,
+                rs.is_app_limited,
+            );
+        }
+        let hpcc = flow_of(tp).and_then(|flow| hpcc_on_ack(tp, &k, flow, now, prior_in_flight));
         if let Some((window, rate)) = hpcc {
             inc(Counter::HpccAcks);
-            let segs = window.div_ceil(tp.mss().max(1));
+            let want = window.div_ceil(tp.mss().max(1));
+            let st = tp.ca::<CaState>();
+            let bound = st.delivery.bound_segs(st.init_segs);
+            let (segs, capped) = telemetry_cwnd(want, tp.cwnd(), tp.ssthresh(), tp.in_cwnd_reduction(), bound);
+            match capped {
+                Capped::No => {}
+                Capped::Reduction => inc(Counter::CappedByReduction),
+                Capped::Delivery => inc(Counter::CappedByDelivery),
+            }
             tp.set_cwnd(k.fallback().clamp(segs));
             tp.set_pacing_rate(rate);
             return;

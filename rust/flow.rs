@@ -27,10 +27,13 @@ use crate::hpcc_core::probe::{Tuple, INT_LEN};
 use core::cell::UnsafeCell;
 use core::ptr::{self, null_mut};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use crate::stats::{inc, Counter};
 use kernel::alloc::{flags::GFP_ATOMIC, KBox};
 
-/// Outstanding probes a flow remembers (older nonces are "late").
-pub(crate) const NONCE_RING: usize = 4;
+/// Outstanding probes a flow remembers (an older nonce is unknown). With
+/// probes at most `probe::MAX_INTERVAL_NS` (8.4 ms) apart, a response is
+/// matched for RTTs up to 16 of those: 134 ms.
+pub(crate) const NONCE_RING: usize = 16;
 
 /// The newest validated response, waiting for the next ACK.
 #[derive(Clone, Copy)]
@@ -267,6 +270,24 @@ unsafe extern "C" fn free_rcu(head: *mut bindings::callback_head) {
     drop(unsafe { KBox::from_raw(head.cast::<u8>().sub(off).cast::<FlowObj>()) });
 }
 
+/// An RCU read-side critical section, for as long as it lives.
+struct RcuReadGuard(());
+
+impl RcuReadGuard {
+    fn new() -> Self {
+        // SAFETY: no preconditions; paired with the unlock in `drop`.
+        unsafe { bindings::hpcc_rcu_read_lock() };
+        Self(())
+    }
+}
+
+impl Drop for RcuReadGuard {
+    fn drop(&mut self) {
+        // SAFETY: the lock `new` took, released once, in the same context.
+        unsafe { bindings::hpcc_rcu_read_unlock() };
+    }
+}
+
 /// The global (netns, 4-tuple) → flow map the netfilter hook reads.
 ///
 /// Open addressing over a fixed array of atomic pointers; a lookup or
@@ -304,10 +325,33 @@ pub(crate) mod registry {
     }
 
     /// Publishes `obj` (fully initialised) and returns its slot.
+    ///
+    /// A flow already registered for the same (netns, 4-tuple) belongs to a
+    /// socket that is no longer established (a 4-tuple is unique among
+    /// established connections, and `init` runs once the new one is): one
+    /// reset and not yet closed by its application. The new connection
+    /// takes its slot; the old socket's `release` then finds the slot no
+    /// longer its own and leaves it.
     pub(super) fn insert(obj: *mut FlowObj) -> Option<usize> {
         // SAFETY: `obj` is a live, unshared allocation (caller).
         let (net, tuple) = unsafe { ((*obj).net, (*obj).tuple) };
         let h = hash(net, &tuple);
+        let _rcu = RcuReadGuard::new();
+        for s in (0..PROBE).map(|i| (h + i) % SLOTS) {
+            let Some(e) = TABLE.get(s) else { continue };
+            let old = e.load(Acquire);
+            if old.is_null() {
+                continue;
+            }
+            // SAFETY: a published pointer stays valid for an RCU grace
+            // period after its removal, and `_rcu` holds the read lock.
+            // `net` and `tuple` are immutable after publication.
+            let same = unsafe { (*old).net == net && (*old).tuple == tuple };
+            if same && e.compare_exchange(old, obj, Release, Relaxed).is_ok() {
+                inc(Counter::FlowsReplaced);
+                return Some(s);
+            }
+        }
         (0..PROBE).map(|i| (h + i) % SLOTS).find(|&s| {
             TABLE
                 .get(s)

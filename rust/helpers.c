@@ -63,9 +63,9 @@ HPCC_PARAM(base_rtt_us,
 HPCC_PARAM(probe_interval_us,
 	   "Probe interval in us; 0 = one per smoothed RTT (0..1000000, default 0)");
 HPCC_PARAM(probe_dscp,
-	   "DSCP of probes (0..63, default 11, RFC 2474 pool 2)");
+	   "DSCP of probes (1..63, default 11, RFC 2474 pool 2); the fabric reserves it for probes");
 HPCC_PARAM(response_dscp,
-	   "DSCP of responses (0..63, != probe_dscp, default 15, RFC 2474 pool 2)");
+	   "DSCP of responses (1..63, != probe_dscp, default 15, RFC 2474 pool 2); the fabric reserves it for responses");
 HPCC_PARAM(max_hops,
 	   "Largest INT hop count accepted in a response (1..8, default 8)");
 HPCC_PARAM(telemetry,
@@ -96,6 +96,16 @@ MODULE_PARM_DESC(stats, "Event counters of probes, responses and samples (read-o
 extern const struct kernel_param_ops hpcc_trace_ops;
 module_param_cb(trace, &hpcc_trace_ops, NULL, 0444);
 MODULE_PARM_DESC(trace, "The last 64 telemetry samples applied: U, W, cwnd, incStage, RTTs (read-only)");
+
+void hpcc_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void hpcc_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
 
 bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk)
 {
@@ -175,14 +185,35 @@ static bool hpcc_sk_is_v4(const struct sock *sk)
 }
 
 /*
- * Routes @skb as @sk routes its own data and sends it. The route lookup
- * takes the socket's addresses, ports, TOS, mark, bound device and uid
+ * The socket's cached route, referenced, if it is still valid: what its
+ * data leaves on. (sk_dst_check() without resetting the socket's cache,
+ * which only its owner may do; sk_dst_get() is safe under RCU from any
+ * context.) IPv6 TCP chooses its route in connect() before the source port
+ * is picked, so with an L4-hashed multipath route only this cached route is
+ * the data's path; a fresh lookup with the real ports may hash elsewhere.
+ */
+static struct dst_entry *hpcc_sk_dst(struct sock *sk, u32 cookie)
+{
+	struct dst_entry *dst = sk_dst_get(sk);
+
+	if (dst && READ_ONCE(dst->obsolete) && !dst->ops->check(dst, cookie)) {
+		dst_release(dst);
+		return NULL;
+	}
+	return dst;
+}
+
+/*
+ * Routes @skb as @sk routes its own data and sends it: on the socket's
+ * cached route while it is valid, else on a fresh lookup with the socket's
+ * addresses, ports, TOS, mark, bound device and uid
  * (ip_route_output_ports() as __ip_queue_xmit() calls it; for IPv6 the
  * flow inet6_csk_route_socket() builds), so policy routing and multipath
  * hashing choose the data's path. An IPv6 packet gets the flow label the
  * data carries (ip6_make_flowlabel() on the socket's txhash, as ip6_xmit()
- * does). Both lookups run the xfrm policy lookup: a route that is an IPsec
- * bundle, or a blocked one, is never used for a packet in clear.
+ * does). Cached routes and both lookups include the xfrm policy: a route
+ * that is an IPsec bundle, or a blocked one, is never used for a packet
+ * in clear.
  */
 static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
 {
@@ -203,6 +234,10 @@ static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
 		struct flowi4 fl4;
 		struct rtable *rt;
 
+		skb->protocol = htons(ETH_P_IP);
+		dst = hpcc_sk_dst(sk, 0);
+		if (dst)
+			goto route;
 		rt = ip_route_output_ports(net, &fl4, sk, inet->inet_daddr,
 					   inet->inet_saddr, inet->inet_dport,
 					   inet->inet_sport, IPPROTO_TCP,
@@ -213,13 +248,13 @@ static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
 			return PTR_ERR(rt);
 		}
 		dst = &rt->dst;
-		skb->protocol = htons(ETH_P_IP);
 	} else {
 #if IS_ENABLED(CONFIG_IPV6)
 		const struct ipv6_pinfo *np = inet6_sk(sk);
 		struct flowi6 fl6 = {};
 		bool autolabel;
 
+		skb->protocol = htons(ETH_P_IPV6);
 		fl6.flowi6_proto = IPPROTO_TCP;
 		fl6.daddr = sk->sk_v6_daddr;
 		fl6.saddr = np->saddr;
@@ -230,7 +265,9 @@ static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
 		fl6.fl6_dport = inet->inet_dport;
 		fl6.flowi6_uid = sk->sk_uid;
 		security_sk_classify_flow(sk, flowi6_to_flowi_common(&fl6));
-		dst = ip6_dst_lookup_flow(net, sk, &fl6, NULL);
+		dst = hpcc_sk_dst(sk, READ_ONCE(np->dst_cookie));
+		if (!dst)
+			dst = ip6_dst_lookup_flow(net, sk, &fl6, NULL);
 		if (IS_ERR(dst)) {
 			kfree_skb(skb);
 			return PTR_ERR(dst);
@@ -242,12 +279,12 @@ static int hpcc_sk_xmit(struct sock *sk, struct sk_buff *skb, u8 tos)
 		skb_set_hash_from_sk(skb, sk);
 		ip6_flow_hdr(ipv6_hdr(skb), tos,
 			     ip6_make_flowlabel(net, skb, fl6.flowlabel, autolabel, &fl6));
-		skb->protocol = htons(ETH_P_IPV6);
 #else
 		kfree_skb(skb);
 		return -EAFNOSUPPORT;
 #endif
 	}
+route:
 	if (dst_xfrm(dst)) {
 		dst_release(dst);
 		kfree_skb(skb);

@@ -186,7 +186,12 @@ impl Knobs {
         // A representative flow: the configured T, or 1 ms when measured.
         let t_ns = if self.base_rtt_us == 0 { 1_000_000 } else { u64::from(self.base_rtt_us) * 1000 };
         self.hpcc_params(REFERENCE_MSS, t_ns).map_err(KnobError::Hpcc)?;
-        if self.probe_dscp > 63 || self.response_dscp > 63 || self.probe_dscp == self.response_dscp {
+        // 0 is every unmarked packet's DSCP; the two must tell probes
+        // from responses.
+        if !(1..=63).contains(&self.probe_dscp)
+            || !(1..=63).contains(&self.response_dscp)
+            || self.probe_dscp == self.response_dscp
+        {
             return Err(KnobError::Dscp);
         }
         if self.max_hops == 0 || self.max_hops > wire::MAX_HOPS as u32 {

@@ -198,6 +198,21 @@ impl<'a> TcpSock<'a> {
         Some((crate::probe_tx::NetRef::new(net)?, t))
     }
 
+    /// Sends `skb`, a packet of this socket's flow built by the module,
+    /// routed as the socket routes its data (`hpcc_sk_send`). Consumes the
+    /// skb; returns 0, `HPCC_TX_PROTECTED` or a negative errno.
+    ///
+    /// # Safety
+    ///
+    /// `skb` is an skb the caller owns, holding a complete IP packet at
+    /// `skb->data` (with tailroom-free headroom for link headers).
+    pub(crate) unsafe fn send_skb(&self, skb: *mut bindings::sk_buff, tos: u8) -> core::ffi::c_int {
+        // SAFETY: `tp` is a live socket (type invariant) starting with its
+        // `struct sock`, owned by this hook; the shim reads its routing
+        // fields and consumes `skb` (caller contract) on every path.
+        unsafe { bindings::hpcc_sk_send(self.tp.as_ptr().cast(), skb, tos) }
+    }
+
     /// Sets `sk_pacing_shift`: TSO bursts and TSQ budgets are
     /// `sk_pacing_rate >> shift` bytes (the kernel's default 10 is ~1 ms).
     #[inline]

@@ -29,10 +29,12 @@ macro_rules! counters {
 counters! {
     ProbesSent => "probes_sent",
     ProbeSendErrors => "probe_send_errors",
+    ProbesIpsec => "probes_ipsec",
     ProbesReceived => "probes_received",
     ProbesNoSocket => "probes_no_socket",
     ResponsesSent => "responses_sent",
     ResponseSendErrors => "response_send_errors",
+    ResponsesIpsec => "responses_ipsec",
     ResponsesReceived => "responses_received",
     ResponsesAccepted => "responses_accepted",
     ResponsesNoFlow => "responses_no_flow",
@@ -51,8 +53,11 @@ counters! {
     SamplesStale => "samples_stale",
     FlowsHpcc => "flows_started",
     FlowsNoState => "flows_without_state",
+    FlowsReplaced => "flows_replaced",
     FallbackAcks => "fallback_acks",
     HpccAcks => "hpcc_acks",
+    CappedByReduction => "telemetry_capped_by_reduction",
+    CappedByDelivery => "telemetry_capped_by_delivery",
 }
 
 const N: usize = NAMES.len();

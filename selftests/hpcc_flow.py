@@ -26,6 +26,21 @@
         [[size, ns], ...], "started": N, "failed": N}, ns from before
         connect() to the reply; a flow whose reply is missing or does not
         count its bytes is failed, not timed
+  hpcc_flow.py send ... [--tos N] [--mark N] [--pulse BYTES,MS]
+        --tos sets IP_TOS/IPV6_TCLASS (DSCP << 2), --mark SO_MARK (policy
+        routing), --pulse writes BYTES every MS instead of sending flat out
+  hpcc_flow.py serve P1,P2,... [options]
+        one server per port (forked)
+  hpcc_flow.py serve ... [--rst]
+        --rst: the first connection is reset (SO_LINGER 0) after its first bytes
+  hpcc_flow.py hostile DEV SECONDS [--dscp 15]
+        a lying receiver: answers each probe arriving on DEV with a response
+        that claims an idle path (txBytes frozen, queue 0)
+  hpcc_flow.py labels SECONDS DEV...
+        per source port and DEV: the flow labels of data packets and probes
+  hpcc_flow.py reuse DST PORT SPORT SECONDS [--cc ALGO]
+        a connection reset by the peer (serve --rst) and kept open, then a
+        new one on the same 4-tuple sending for SECONDS
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket;
         IPv6 if the addresses are):
@@ -48,6 +63,7 @@ import time
 
 TCP_CONGESTION = 13
 SO_MAX_PACING_RATE = 47
+SO_MARK = 36
 MAGIC, VERSION, T_RESPONSE = 0x48504343, 1, 2
 INT_HDR, HOP, MAX_HOPS = 4, 8, 8
 PAYLOAD = 16 + INT_HDR + HOP * MAX_HOPS
@@ -58,6 +74,13 @@ def family(addr):
 
 
 def serve(argv):
+    if "," in argv[0]:
+        # several ports: one server process per port
+        ports = argv[0].split(",")
+        for p in ports[1:]:
+            if os.fork() == 0:
+                return serve([p] + argv[1:])
+        return serve([ports[0]] + argv[1:])
     port = int(argv[0])
     once = "--once" in argv
     bind = argv[argv.index("--bind") + 1] if "--bind" in argv else "0.0.0.0"
@@ -71,9 +94,17 @@ def serve(argv):
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, argv[argv.index("--dev") + 1].encode())
     ls.bind((bind, port))
     ls.listen(16)
+    rst = "--rst" in argv
     while True:
         c, _ = ls.accept()
         n = 0
+        if rst:
+            # the first connection: reset after its first bytes (SO_LINGER 0)
+            rst = False
+            c.recv(1 << 16)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+            continue
         while True:
             b = c.recv(1 << 20)
             if not b:
@@ -98,6 +129,13 @@ def send(argv):
         # bytes per second; the kernel takes an unsigned long
         s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
                      struct.pack("=Q", int(float(opts["--maxrate"]) * 1e6 / 8)))
+    if "--tos" in opts:
+        # the DSCP/ECN byte: IP_TOS for IPv4, IPV6_TCLASS for IPv6
+        lvl, opt = ((socket.IPPROTO_IPV6, socket.IPV6_TCLASS) if family(dst) == socket.AF_INET6
+                    else (socket.IPPROTO_IP, socket.IP_TOS))
+        s.setsockopt(lvl, opt, int(opts["--tos"], 0))
+    if "--mark" in opts:
+        s.setsockopt(socket.SOL_SOCKET, SO_MARK, int(opts["--mark"], 0))
     if "--sport" in opts:
         s.bind((opts.get("--bind", "::" if family(dst) == socket.AF_INET6 else "0.0.0.0"), int(opts["--sport"])))
     s.connect((dst, port))
@@ -109,11 +147,19 @@ def send(argv):
         with open(tmp, "w") as f:
             f.write(f"{start_ns}\n")
         os.rename(tmp, opts["--started"])
-    buf = b"\x5a" * (1 << 16)
+    # --pulse BYTES,MS: write BYTES every MS (a flow that goes idle between
+    # writes: each write starts a transmission, which sends a probe)
+    pulse = [float(x) for x in opts["--pulse"].split(",")] if "--pulse" in opts else None
+    buf = b"\x5a" * (int(pulse[0]) if pulse else 1 << 16)
     n = 0
     t0 = time.monotonic()
     while time.monotonic() - t0 < secs:
-        n += s.send(buf)
+        if pulse:
+            s.sendall(buf)
+            n += len(buf)
+            time.sleep(pulse[1] / 1000)
+        else:
+            n += s.send(buf)
     s.shutdown(socket.SHUT_WR)
     s.recv(1)  # wait for the peer's close: every byte was read
     dt = time.monotonic() - t0
@@ -224,6 +270,154 @@ def inject(argv):
     print(json.dumps({"kind": kind, "sent": count}))
 
 
+def frames(dev, secs):
+    """Ethernet frames received on DEV (this netns) for SECS seconds."""
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+    rx.bind((dev, 0))
+    rx.settimeout(0.2)
+    t_end = time.monotonic() + secs
+    while time.monotonic() < t_end:
+        try:
+            f, addr = rx.recvfrom(65535)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        yield f
+
+
+def ip_tcp(frame):
+    """(family, src, dst, tclass, flow label, TCP bytes) of an IPv4/IPv6 TCP
+    frame without options or extension headers, else None."""
+    et = frame[12:14]
+    if et == b"\x08\x00" and len(frame) >= 34 and frame[23] == 6:
+        ihl = (frame[14] & 0xf) * 4
+        return (socket.AF_INET, frame[26:30], frame[30:34], frame[15], 0, frame[14 + ihl:])
+    if et == b"\x86\xdd" and len(frame) >= 54 and frame[20] == 6:
+        w, = struct.unpack("!I", frame[14:18])
+        return (socket.AF_INET6, frame[22:38], frame[38:54], (w >> 20) & 0xff, w & 0xfffff, frame[54:])
+    return None
+
+
+def ours(tcp, ptype):
+    """The nonce, snd_nxt and INT stack of a probe (ptype 1) or response (2)."""
+    pay = tcp[(tcp[12] >> 4) * 4:] if len(tcp) >= 20 else b""
+    if len(pay) < PAYLOAD:
+        return None
+    magic, ver, t, plen, nonce, snd_nxt = struct.unpack("!IBBHII", pay[:16])
+    if magic != MAGIC or ver != VERSION or t != ptype or plen != PAYLOAD:
+        return None
+    return nonce, snd_nxt, pay[16:PAYLOAD]
+
+
+def hostile(argv):
+    """A receiver that lies: answers every probe arriving on DEV with a
+    response claiming an idle path (each stamped hop keeps its rate code and
+    timestamp, but its txBytes stop at their first value and its queue is
+    0, so u' = 0). The module's own answer must be stopped by the caller
+    (an nftables rule dropping the probe DSCP before its hook)."""
+    dev, secs = argv[0], float(argv[1])
+    dscp = int(argv[argv.index("--dscp") + 1]) if "--dscp" in argv else 15
+    tx = {socket.AF_INET: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW),
+          socket.AF_INET6: socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)}
+    frozen = {}
+    sent = 0
+    for f in frames(dev, secs):
+        p = ip_tcp(f)
+        if not p:
+            continue
+        fam, src, dst, _, _, tcp = p
+        o = ours(tcp, 1)
+        if not o:
+            continue
+        nonce, snd_nxt, stack = o
+        sport, dport = struct.unpack("!HH", tcp[:4])
+        nhop = stack[0] >> 4
+        hops = b""
+        for i in range(min(nhop, MAX_HOPS)):
+            w, = struct.unpack("!Q", stack[INT_HDR + HOP * i:INT_HDR + HOP * (i + 1)])
+            key = (sport, dport, i)
+            frozen.setdefault(key, (w >> 16) & 0xFFFFF)
+            w = (w & ~(0xFFFFF << 16) & ~0xFFFF) | (frozen[key] << 16)
+            hops += struct.pack("!Q", w)
+        pl = struct.pack("!IBBHII", MAGIC, VERSION, T_RESPONSE, PAYLOAD, nonce, snd_nxt)
+        pl += stack[:INT_HDR] + hops + b"\0" * (HOP * MAX_HOPS - len(hops))
+        a = lambda b: socket.inet_ntop(fam, b)
+        tx[fam].sendto(packet(a(dst), a(src), dport, sport, dscp, pl), (a(src), 0))
+        sent += 1
+    print(json.dumps({"forged": sent}))
+
+
+def labels(argv):
+    """Per TCP source port arriving on each DEV: the IPv6 flow labels (or,
+    for IPv4, 0) of its data packets and of its probes; JSON."""
+    secs = float(argv[0])
+    out = {}
+    import threading
+    lock = threading.Lock()
+
+    def watch(dev):
+        for f in frames(dev, secs):
+            p = ip_tcp(f)
+            if not p:
+                continue
+            tcp = p[5]
+            sport, = struct.unpack("!H", tcp[:2])
+            kind = "probe" if ours(tcp, 1) else ("data" if len(tcp) > (tcp[12] >> 4) * 4 else None)
+            if kind is None:
+                continue
+            with lock:
+                e = out.setdefault(str(sport), {})
+                e.setdefault(f"{dev}_{kind}", set()).add(p[4])
+    ts = [threading.Thread(target=watch, args=(d,)) for d in argv[1:]]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(json.dumps({k: {kk: sorted(vv) for kk, vv in v.items()} for k, v in out.items()}))
+
+
+def reuse(argv):
+    """A connection from SPORT that the peer resets (it must close with
+    SO_LINGER 0 after the first bytes, `serve --rst`), kept open by this
+    application, then a new connection on the same 4-tuple sending for
+    SECONDS. Prints {"reset": bool, "bytes": N}."""
+    dst, port, sport, secs = argv[0], int(argv[1]), int(argv[2]), float(argv[3])
+    cc = argv[argv.index("--cc") + 1].encode() if "--cc" in argv else None
+    bind = "::" if family(dst) == socket.AF_INET6 else "0.0.0.0"
+
+    def sock():
+        s = socket.socket(family(dst))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if cc:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc)
+        s.bind((bind, sport))
+        s.connect((dst, port))
+        return s
+    old = sock()
+    reset = False
+    try:
+        old.sendall(b"x" * 100000)
+        for _ in range(50):
+            if not old.recv(1):
+                break
+    except ConnectionError:  # reset, or a broken pipe after the reset
+        reset = True
+    new = sock()
+    n = 0
+    t0 = time.monotonic()
+    buf = b"\x5a" * (1 << 16)
+    while time.monotonic() - t0 < secs:
+        n += new.send(buf)
+    new.shutdown(socket.SHUT_WR)
+    new.recv(1)
+    new.close()
+    old.close()
+    print(json.dumps({"reset": reset, "bytes": n}))
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"serve": serve, "send": send, "fct": fct, "inject": inject}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])
+    {"serve": serve, "send": send, "fct": fct, "inject": inject, "hostile": hostile, "labels": labels,
+     "reuse": reuse}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])

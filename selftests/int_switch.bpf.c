@@ -113,6 +113,7 @@ enum pkt_kind { PKT_OTHER, PKT_PROBE, PKT_RESPONSE };
  * nHop/pathID word. */
 struct pkt_info {
 	__u32 kind;
+	__u32 l4_off;	/* where TCP starts */
 	__u32 int_off;
 	__u32 segs;
 	__u16 word0;	/* the first two bytes of the IP header, network order */
@@ -171,6 +172,7 @@ static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 	l4 = ip_head(skb, pi);
 	if (!l4)
 		return;
+	pi->l4_off = l4;
 	if (bpf_skb_load_bytes(skb, l4, &w, sizeof(w)) < 0)
 		return;
 	pi->sport = bpf_ntohs(w);
@@ -371,11 +373,29 @@ int int_switch_egress(struct __sk_buff *skb)
 		hpcc_int_hop_pack(&hop, code,
 				  (__u32)((end_ps / PS_PER_NS) >> HPCC_INT_TS_UNIT_SHIFT),
 				  (__u32)(txb >> sh), (__u32)q);
+		__u32 hop_off = pi.int_off + HPCC_INT_HDR_LEN + nhop * HPCC_INT_HOP_LEN;
+		struct hpcc_int_hop old_hop;
+		__u32 old_hdr, new_hdr;
+		__s64 diff;
+
 		hpcc_int_hdr_pack(&hdr, nhop + 1, path);
-		bpf_skb_store_bytes(skb, pi.int_off + HPCC_INT_HDR_LEN +
-				    nhop * HPCC_INT_HOP_LEN, &hop, sizeof(hop), 0);
+		/* The probe's TCP checksum is the valid one plus one, never
+		 * valid (include/hpcc_probe.h): updated incrementally
+		 * (RFC 1624) for the bytes stamped, so it stays exactly that. */
+		if (bpf_skb_load_bytes(skb, hop_off, &old_hop, sizeof(old_hop)) < 0 ||
+		    bpf_skb_load_bytes(skb, pi.int_off, &old_hdr, sizeof(old_hdr)) < 0)
+			return TC_ACT_OK;
+		new_hdr = old_hdr;
+		__builtin_memcpy(&new_hdr, &hdr, 2);
+		diff = bpf_csum_diff((__be32 *)&old_hop, sizeof(old_hop),
+				     (__be32 *)&hop, sizeof(hop), 0);
+		diff = bpf_csum_diff(&old_hdr, sizeof(old_hdr), &new_hdr,
+				     sizeof(new_hdr), (__wsum)diff);
+		bpf_skb_store_bytes(skb, hop_off, &hop, sizeof(hop), 0);
 		/* nHop and pathID only; the padding stays as it was */
 		bpf_skb_store_bytes(skb, pi.int_off, &hdr, 2, 0);
+		if (diff >= 0)
+			bpf_l4_csum_replace(skb, pi.l4_off + 16, 0, (__u64)diff, 0);
 	}
 	return TC_ACT_OK;
 }

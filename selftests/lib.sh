@@ -229,8 +229,9 @@ wait_listening() {
 	return 1
 }
 
-# hpcc_stat KEY: one of tcp_hpcc's event counters.
-hpcc_stat() { awk -v k="$1" '$1 == k { print $2 }' /sys/module/tcp_hpcc/parameters/stats; }
+# hpcc_stat KEY: one of tcp_hpcc's event counters (0 for a counter this
+# build of the module does not have).
+hpcc_stat() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' /sys/module/tcp_hpcc/parameters/stats; }
 
 # netns_nstat NS KEY: a SNMP/netstat counter of a netns (absolute, 0 if unset).
 netns_nstat() {

@@ -12,7 +12,7 @@ DEB_PKGS=(
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	qemu-system-x86 busybox-static udev
 	flex bison bc libelf-dev libssl-dev cpio kmod make
-	iproute2 iperf3 bpftool libbpf-dev nftables
+	iproute2 iperf3 bpftool libbpf-dev nftables tcpdump
 	linux-source-6.12
 	python3-pip python3-matplotlib xz-utils ethtool procps
 )

@@ -10,9 +10,11 @@
 //! switches stamp in place. A response has the reversed addresses and ports,
 //! the response DSCP, and the probe's nonce, `snd_nxt` and INT stack.
 //!
-//! Both carry TCP checksum 0: they are never valid TCP segments, so a host
-//! without the module drops them as checksum errors and they can never
-//! reach TCP's sequence space.
+//! Both carry a TCP checksum that is the correct one plus one
+//! ([`tcp_checksum`]): never valid, whatever the addresses, ports and
+//! payload, so a host without the module drops them as checksum errors
+//! and they can never reach TCP's sequence space. (A checksum of 0 would be
+//! valid for about one packet in 65,536.)
 //!
 //! This module is pure byte work on slices: [`classify`] never panics and
 //! rejects anything malformed with a [`ProbeError`] the caller counts.
@@ -56,6 +58,24 @@ pub const MAX_PACKET_LEN: usize = PACKET6_LEN;
 pub const CANDIDATE_LEN: usize = IPV4_HDR_LEN;
 
 const IPPROTO_TCP: u8 = 6;
+
+/// The longest interval between a flow's probes. Consecutive samples must
+/// reach the flow less than [`wire::MAX_GAP_NS`] (16.8 ms) apart for the
+/// INT timestamps to unwrap; half of that leaves as much again for delay
+/// variation between two responses. Responses may take any RTT: samples
+/// are unwrapped against each other, not against the probe's send time.
+pub const MAX_INTERVAL_NS: u64 = wire::MAX_GAP_NS / 2;
+
+/// The probe interval: `knob_us` if set, else one smoothed RTT (at least
+/// `base_rtt_ns`), and never more than [`MAX_INTERVAL_NS`].
+pub fn interval_ns(knob_us: u32, srtt_us: u32, base_rtt_ns: u64) -> u64 {
+    let ns = if knob_us != 0 {
+        u64::from(knob_us).saturating_mul(1000)
+    } else {
+        u64::from(srtt_us).saturating_mul(1000).max(base_rtt_ns)
+    };
+    ns.min(MAX_INTERVAL_NS)
+}
 
 /// Probe or response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,6 +356,54 @@ pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// Adds 16-bit big-endian words of `b` to a ones'-complement sum (an odd
+/// last byte is padded with zero).
+fn sum16(mut sum: u32, b: &[u8]) -> u32 {
+    for pair in b.chunks(2) {
+        let hi = u32::from(pair.first().copied().unwrap_or(0));
+        let lo = u32::from(pair.get(1).copied().unwrap_or(0));
+        sum = sum.wrapping_add((hi << 8) | lo);
+        sum = (sum & 0xffff).wrapping_add(sum >> 16);
+    }
+    sum
+}
+
+/// The valid TCP checksum (RFC 793, with the RFC 8200 pseudo-header for
+/// IPv6) of the segment `seg` (TCP header with its checksum field zero,
+/// and payload) between `saddr` and `daddr`, as a flow's [`Tuple`] holds
+/// them (IPv4 addresses mapped).
+pub fn tcp_checksum(saddr: &[u8; 16], daddr: &[u8; 16], seg: &[u8]) -> u16 {
+    let len = seg.len() as u32;
+    let mut sum = match (v4_unmapped(saddr), v4_unmapped(daddr)) {
+        (Some(s), Some(d)) => sum16(sum16(0, &s), &d),
+        _ => sum16(sum16(0, saddr), daddr),
+    };
+    sum = sum16(sum, &len.to_be_bytes());
+    sum = sum16(sum, &[0, IPPROTO_TCP]);
+    sum = sum16(sum, seg);
+    !(sum as u16)
+}
+
+/// What probes and responses carry in the TCP checksum field: the valid
+/// checksum plus one. The valid one is never 0xffff (the sum covers the
+/// non-zero protocol number), so the result is never the valid value nor,
+/// in ones' complement, its other zero: no TCP stack accepts it.
+pub fn invalid_tcp_checksum(valid: u16) -> u16 {
+    valid.wrapping_add(1)
+}
+
+/// Whether the checksum in a segment's TCP header is valid.
+pub fn tcp_checksum_ok(saddr: &[u8; 16], daddr: &[u8; 16], seg: &[u8]) -> bool {
+    let mut zeroed = [0u8; TCP_HDR_LEN + PAYLOAD_LEN];
+    let Some(z) = zeroed.get_mut(..seg.len()) else { return false };
+    z.copy_from_slice(seg);
+    let Some(field) = z.get_mut(16..18) else { return false };
+    let got = u16::from_be_bytes([field[0], field[1]]);
+    field.copy_from_slice(&[0, 0]);
+    let want = tcp_checksum(saddr, daddr, z);
+    got == want || (want == 0 && got == 0xffff)
+}
+
 fn put(out: &mut [u8], off: usize, bytes: &[u8]) {
     if let Some(d) = out.get_mut(off..off.saturating_add(bytes.len())) {
         d.copy_from_slice(bytes);
@@ -371,7 +439,8 @@ fn build(out: &mut [u8; MAX_PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce:
             (PACKET6_LEN, IPV6_HDR_LEN)
         }
     };
-    // TCP: ports, seq/ack 0, doff 5, ACK, window 0, checksum 0 (never valid TCP).
+    // TCP: ports, seq/ack 0, doff 5, ACK, window 0, checksum set below
+    // (never valid TCP).
     put(out, tcp, &t.sport.to_be_bytes());
     put(out, tcp + 2, &t.dport.to_be_bytes());
     put(out, tcp + 12, &[(TCP_HDR_LEN as u8 / 4) << 4, 0x10]);
@@ -387,6 +456,10 @@ fn build(out: &mut [u8; MAX_PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce:
     put(out, p + 8, &nonce.to_be_bytes());
     put(out, p + 12, &snd_nxt.to_be_bytes());
     put(out, p + INT_OFF, int.get(..INT_LEN).unwrap_or(int));
+    let csum = out
+        .get(tcp..len)
+        .map_or(0, |seg| invalid_tcp_checksum(tcp_checksum(&t.saddr, &t.daddr, seg)));
+    put(out, tcp + 16, &csum.to_be_bytes());
     len
 }
 
@@ -438,8 +511,8 @@ mod tests {
         assert_eq!(p.tuple, T);
         assert_eq!((p.nonce, p.snd_nxt), (0xdead_beef, 12345));
         assert_eq!(p.int, &[0u8; INT_LEN][..]);
-        // TCP checksum is zero by design.
-        assert_eq!(&b[36..38], &[0, 0]);
+        // The TCP checksum is never valid.
+        assert!(!tcp_checksum_ok(&T.saddr, &T.daddr, &b[20..]));
     }
 
     #[test]
@@ -456,6 +529,17 @@ mod tests {
         assert_eq!(q.tuple, T.reversed());
         assert_eq!((q.nonce, q.snd_nxt), (p.nonce, p.snd_nxt));
         assert_eq!(q.int, p.int);
+    }
+
+    #[test]
+    fn probe_interval_follows_srtt_up_to_half_the_ts_gap() {
+        assert_eq!(interval_ns(0, 2_000, 1_000_000), 2_000_000);
+        assert_eq!(interval_ns(0, 500, 1_000_000), 1_000_000, "at least T");
+        assert_eq!(interval_ns(300, 2_000, 1_000_000), 300_000, "the knob");
+        // A 20 ms RTT (or knob) still gives samples that unwrap.
+        assert_eq!(interval_ns(0, 20_000, 20_000_000), wire::MAX_GAP_NS / 2);
+        assert_eq!(interval_ns(1_000_000, 0, 0), wire::MAX_GAP_NS / 2);
+        assert!(interval_ns(0, u32::MAX, u64::MAX) < wire::MAX_GAP_NS);
     }
 
     #[test]
@@ -482,7 +566,7 @@ mod tests {
         assert_eq!(p.kind, Kind::Probe);
         assert_eq!(p.tuple, T6);
         assert_eq!((p.nonce, p.snd_nxt), (0xdead_beef, 12345));
-        assert_eq!(&b[56..58], &[0, 0], "TCP checksum is zero by design");
+        assert!(!tcp_checksum_ok(&T6.saddr, &T6.daddr, &b[40..]), "TCP checksum is never valid");
         let mut s = b;
         s[60 + INT_OFF] = 0x10 | 0x0a;
         let p = classify(&s, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
@@ -564,6 +648,69 @@ mod tests {
             b[off] = v;
             assert_eq!(classify(&b, d.0, d.1), Err(e), "byte {off} = {v}");
         }
+    }
+
+    /// The checksum routine against a segment whose valid checksum is
+    /// known (computed independently: RFC 1071 over the pseudo-header).
+    #[test]
+    fn tcp_checksum_matches_rfc1071() {
+        let seg = [0x9c, 0x40, 0x14, 0x51, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0, 0, 0, 0, 0, 0, 0xab];
+        let (s, d) = (v4_mapped([10, 0, 1, 1]), v4_mapped([10, 0, 2, 1]));
+        // Words: 0a00+0101+0a00+0201 + 0006 + 0015 (len 21) + segment.
+        let mut sum: u32 = 0x0a00 + 0x0101 + 0x0a00 + 0x0201 + 0x0006 + 21;
+        for w in seg.chunks(2) {
+            sum += (u32::from(w[0]) << 8) | u32::from(*w.get(1).unwrap_or(&0));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        let want = !(sum as u16);
+        assert_eq!(tcp_checksum(&s, &d, &seg), want);
+        let mut ok = seg;
+        ok[16..18].copy_from_slice(&want.to_be_bytes());
+        assert!(tcp_checksum_ok(&s, &d, &ok));
+    }
+
+    /// Over many flows, nonces and stamped INT stacks: no probe or
+    /// response ever carries a valid TCP checksum. With checksum 0 (the
+    /// format before) about one in 65,536 did; this finds such packets.
+    #[test]
+    fn checksum_is_never_valid() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut zero_would_be_valid = 0;
+        for i in 0..300_000u32 {
+            let r = rnd();
+            let t = if i % 2 == 0 {
+                Tuple::v4([10, 0, (r >> 8) as u8, r as u8], [10, 0, 2, 1], (r >> 16) as u16, 5201)
+            } else {
+                Tuple { sport: (r >> 16) as u16, dport: (r >> 32) as u16, ..T6 }
+            };
+            let mut b = [0; MAX_PACKET_LEN];
+            let len = build_probe(&mut b, &t, DSCP_PROBE_DEFAULT, rnd() as u32, rnd() as u32);
+            let l4 = len - TCP_HDR_LEN - PAYLOAD_LEN;
+            assert!(!tcp_checksum_ok(&t.saddr, &t.daddr, &b[l4..len]), "probe {i}");
+            let mut z = b;
+            z[l4 + 16..l4 + 18].copy_from_slice(&[0, 0]);
+            zero_would_be_valid += usize::from(tcp_checksum_ok(&t.saddr, &t.daddr, &z[l4..len]));
+            if i % 8 != 0 {
+                continue;
+            }
+            // The response, with a stamped hop.
+            let mut s = b;
+            s[l4 + TCP_HDR_LEN + INT_OFF..l4 + TCP_HDR_LEN + INT_OFF + 12].copy_from_slice(&rnd().to_be_bytes()[..].repeat(2)[..12]);
+            let p = classify(&s[..len], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+            let mut r = [0; MAX_PACKET_LEN];
+            let rlen = build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT);
+            let rt = t.reversed();
+            assert!(!tcp_checksum_ok(&rt.saddr, &rt.daddr, &r[l4..rlen]), "response {i}");
+        }
+        assert!(zero_would_be_valid > 0, "checksum 0 is valid for some packets");
     }
 
     #[test]
