@@ -331,10 +331,11 @@ t_labels() {
 import re, sys
 flows = {}
 for line in sys.stdin:
-    m = re.search(r"flowlabel (0x[0-9a-f]+).*payload length: (\d+)\) fd00:1::[0-9a-f]+\.(\d+) >", line)
+    # tcpdump prints no "flowlabel" for label 0
+    m = re.search(r"IP6 \((?:flowlabel (0x[0-9a-f]+), )?.*payload length: (\d+)\) fd00:1::[0-9a-f]+\.(\d+) >", line)
     if not m:
         continue
-    label, plen, sport = int(m.group(1), 16), int(m.group(2)), m.group(3)
+    label, plen, sport = int(m.group(1) or "0", 16), int(m.group(2)), m.group(3)
     kind = "probe" if plen == 104 else ("data" if plen > 104 else None)
     if kind:
         flows.setdefault(sport, {}).setdefault(kind, set()).add(label)
@@ -494,12 +495,15 @@ ktap_check "reset_tuple_reused_gets_telemetry" t_reuse
 # over 50 base RTTs (100 ms) from 50 base RTTs after its end.
 t_regrowth() {
 	intsw_topo_fanin 2 >/dev/null 2>&1 || return 1
-	local bstart bend
+	local bstart bend i
 	serve_once hpcc-rcv 5309 || return 1
 	ip netns exec hpcc-rcv "$PY" "$FLOW" serve 5310 --once --bind :: >/dev/null 2>&1 &
 	wait_listening hpcc-rcv "sport = :5310" 1
-	timeout 40 ip netns exec hpcc-s1 "$PY" "$FLOW" send 10.0.2.1 5309 10 --cc hpcc --sport 41000 >/dev/null &
-	sleep 4
+	rm -f "$OUT/regrowth.started"
+	timeout 60 ip netns exec hpcc-s1 "$PY" "$FLOW" send 10.0.2.1 5309 8 --cc hpcc --sport 41000 \
+		--started "$OUT/regrowth.started" >/dev/null &
+	for i in $(seq 100); do [ -f "$OUT/regrowth.started" ] && break; sleep 0.1; done
+	sleep 2
 	bstart=$(date +%s%N)
 	timeout 30 ip netns exec hpcc-s2 "$PY" "$FLOW" send 10.0.2.1 5310 1.5 --cc cubic --sport 42000 >/dev/null
 	bend=$(date +%s%N)
@@ -515,7 +519,12 @@ t_regrowth() {
 	T = 2_000_000
 	c0, c1 = min(c), max(c)
 	rate = lambda a, b: sum(w for t, w in h if a <= t < b) * 8 / ((b - a) / 1e9) / 1e6
-	before = rate(c0 - 1_000_000_000, c0)
+	# Before: up to 1 s before the burst, from 250 base RTTs after the
+	# flow's first packet (its start-up is over).
+	start = max(c0 - 1_000_000_000, min(t for t, w in h) + 250 * T)
+	if start > c0 - 100 * T:
+	    sys.exit(f"the flow started only {(c0 - min(t for t, w in h)) / 1e6:.0f} ms before the burst")
+	before = rate(start, c0)
 	after = rate(c1 + 50 * T, c1 + 100 * T)
 	low = min(rate(t, t + 10 * T) for t in range(c0, c1, 10 * T))
 	print(f"hpcc {before:.1f} Mbit/s before the burst, {low:.1f} at its lowest during it, "
