@@ -331,8 +331,9 @@ t_labels() {
 import re, sys
 flows = {}
 for line in sys.stdin:
-    # tcpdump prints no "flowlabel" for label 0
-    m = re.search(r"IP6 \((?:flowlabel (0x[0-9a-f]+), )?.*payload length: (\d+)\) fd00:1::[0-9a-f]+\.(\d+) >", line)
+    # tcpdump -v: "IP6 (class 0x2c, flowlabel 0x42552, hlim ...": no
+    # "class" for traffic class 0, no "flowlabel" for label 0
+    m = re.search(r"IP6 \((?:class 0x[0-9a-f]+, )?(?:flowlabel (0x[0-9a-f]+), )?.*payload length: (\d+)\) fd00:1::[0-9a-f]+\.(\d+) >", line)
     if not m:
         continue
     label, plen, sport = int(m.group(1) or "0", 16), int(m.group(2)), m.group(3)
