@@ -342,20 +342,6 @@ fn ipv6_body(buf: &[u8]) -> Result<IpBody<'_>, ProbeError> {
     })
 }
 
-/// The IPv4 header checksum of `hdr` (checksum field included as is).
-pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for pair in hdr.chunks(2) {
-        let hi = u32::from(pair.first().copied().unwrap_or(0));
-        let lo = u32::from(pair.get(1).copied().unwrap_or(0));
-        sum = sum.wrapping_add((hi << 8) | lo);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Adds 16-bit big-endian words of `b` to a ones'-complement sum (an odd
 /// last byte is padded with zero).
 fn sum16(mut sum: u32, b: &[u8]) -> u32 {
@@ -366,6 +352,11 @@ fn sum16(mut sum: u32, b: &[u8]) -> u32 {
         sum = (sum & 0xffff).wrapping_add(sum >> 16);
     }
     sum
+}
+
+/// The IPv4 header checksum of `hdr` (checksum field included as is).
+pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
+    !(sum16(0, hdr) as u16)
 }
 
 /// The valid TCP checksum (RFC 793, with the RFC 8200 pseudo-header for
