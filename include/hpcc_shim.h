@@ -7,8 +7,10 @@
 #define _HPCC_SHIM_H
 
 #include <linux/types.h>
+#include <linux/rhashtable-types.h>
 
 struct module;
+struct seq_file;
 struct net;
 struct sock;
 struct sk_buff;
@@ -89,5 +91,77 @@ struct hpcc_trace_rec {
 
 /* Fires the tcp_hpcc:hpcc_sample tracepoint (a no-op unless enabled). */
 void hpcc_trace_sample(const struct sock *sk, const struct hpcc_trace_rec *r);
+
+/*
+ * The flow table (rust/flow.rs): an rhashtable of flow objects keyed by
+ * (netns, 4-tuple), hashed by the Rust hpcc_flow_hashfn() (SipHash-2-4
+ * under a per-load secret, rust/hpcc_core/flowhash.rs), objects from the
+ * "hpcc_flow" slab cache (SLAB_ACCOUNT: charged to the socket's memory
+ * cgroup), freed after an RCU grace period.
+ */
+struct hpcc_flow_key {
+	__u64 net;		/* the netns, compared as a cookie */
+	__u8 saddr[16];		/* local address (IPv4-mapped for IPv4) */
+	__u8 daddr[16];		/* remote address */
+	__be16 sport;		/* local port */
+	__be16 dport;		/* remote port */
+	__u32 pad;		/* always zero: the key is compared with memcmp */
+};
+
+/* The first member of every flow object: the table's link, the RCU head
+ * of its deferred free and its key. The table and RCU write node and rcu
+ * while readers may hold the object, so Rust keeps this in an Opaque. */
+struct hpcc_flow_hdr {
+	struct rhash_head node;
+	struct rcu_head rcu;
+	struct hpcc_flow_key key;
+};
+
+/* Defined in Rust: the table's hash of a key (@len = sizeof(key)). */
+u32 hpcc_flow_hashfn(const void *data, u32 len, u32 seed);
+/* Defined in Rust: frees a released object (RCU callback). */
+void hpcc_flow_free_rcu(struct rcu_head *head);
+
+/* Creates the slab cache (objects of @size bytes, @align) and the table. */
+int hpcc_flows_init(unsigned int size, unsigned int align);
+/* Destroys both; every object must be freed (after rcu_barrier()). */
+void hpcc_flows_exit(void);
+/* An uninitialised object, GFP_NOWAIT | __GFP_NOWARN, charged to @sk's
+ * memory cgroup; NULL on failure. */
+void *hpcc_flow_alloc(const struct sock *sk);
+/* Returns an object to the cache (from the RCU callback). */
+void hpcc_flow_free(void *obj);
+/* Publishes @h: 0 if inserted, 1 if it replaced an object with the same
+ * key (which stays allocated: its owner removes and frees it), or a
+ * negative errno (the table could not grow: no memory). */
+int hpcc_flow_insert(struct hpcc_flow_hdr *h);
+/* Unpublishes @h if it is still in the table (not replaced). */
+void hpcc_flow_remove(struct hpcc_flow_hdr *h);
+/* The object with @key, or NULL. The caller holds rcu_read_lock(). */
+struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key);
+/* call_rcu(&h->rcu, hpcc_flow_free_rcu). */
+void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h);
+
+/* Per-netns state (rust/netns.rs): the pernet id the netns core fills in,
+ * and net_generic(), a static inline. */
+extern unsigned int hpcc_net_id;
+void *hpcc_net_generic(const struct net *net);
+/* sock_net(), a static inline. */
+struct net *hpcc_sock_net(const struct sock *sk);
+
+/* Per-CPU counter arrays: alloc_percpu of @n u64 (GFP_KERNEL), free,
+ * this_cpu_inc() of entry @i (a macro), and the sum over possible CPUs. */
+u64 __percpu *hpcc_pcpu_alloc(unsigned int n);
+void hpcc_pcpu_free(u64 __percpu *p);
+void hpcc_pcpu_inc(u64 __percpu *p, unsigned int i);
+u64 hpcc_pcpu_sum(u64 __percpu *p, unsigned int i);
+
+/* /proc/net/@name of @net, mode 0400 (root of the netns's user namespace
+ * only), a single_open() seq_file shown by @show. */
+int hpcc_proc_create(struct net *net, const char *name,
+		     int (*show)(struct seq_file *, void *));
+void hpcc_proc_remove(struct net *net, const char *name);
+/* The netns of a proc_create_net_single() file (seq_file_single_net()). */
+struct net *hpcc_seq_net(struct seq_file *m);
 
 #endif /* _HPCC_SHIM_H */

@@ -26,7 +26,8 @@
 //! file only moves them in and out of skbs.
 
 use crate::bindings;
-use crate::flow::{registry, FlowObj, Mail, NonceCheck};
+use crate::flow::{table, FlowObj, Mail, NonceCheck};
+use crate::netns::NetRef;
 use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_LEN, MAX_PACKET_LEN};
 use crate::hpcc_core::wire::{self, WireError};
 use crate::params;
@@ -36,7 +37,6 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use kernel::error::{to_result, Result};
 
 /// Host clock in ns (CLOCK_MONOTONIC, as TCP's and eBPF's).
 #[inline]
@@ -44,22 +44,6 @@ pub(crate) fn now_ns() -> u64 {
     // SAFETY: ktime_get() has no preconditions; it never returns a negative time.
     let t = unsafe { bindings::ktime_get() };
     u64::try_from(t).unwrap_or(0)
-}
-
-/// A network namespace pointer, only passed back to the kernel or compared.
-#[derive(Clone, Copy)]
-pub(crate) struct NetRef(NonNull<bindings::net>);
-
-impl NetRef {
-    /// Wraps a netns pointer the kernel gave us.
-    pub(crate) fn new(net: *mut bindings::net) -> Option<Self> {
-        NonNull::new(net).map(Self)
-    }
-
-    /// The identity used by the flow registry.
-    pub(crate) fn key(self) -> usize {
-        self.0.as_ptr() as usize
-    }
 }
 
 /// Why a packet was not sent.
@@ -105,7 +89,7 @@ pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32) 
     let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
     // SAFETY: `send` passes a fresh skb it owns, holding the probe.
     let sent = send(bytes.get(..len).unwrap_or(&[]), |skb| unsafe { tp.send_skb(skb, dscp << 2) });
-    inc(match sent {
+    tp.count(match sent {
         Ok(()) => Counter::ProbesSent,
         Err(TxError::Protected) => Counter::ProbesIpsec,
         Err(_) => Counter::ProbeSendErrors,
@@ -134,8 +118,8 @@ impl RxSkb {
 }
 
 /// Counts a malformed probe or response.
-fn count_malformed(e: ProbeError) {
-    inc(match e {
+fn count_malformed(net: NetRef, e: ProbeError) {
+    inc(net, match e {
         ProbeError::Truncated => Counter::MalformedTruncated,
         ProbeError::Fragment | ProbeError::BadHeader => Counter::MalformedHeader,
         ProbeError::BadMagic => Counter::MalformedMagic,
@@ -146,7 +130,7 @@ fn count_malformed(e: ProbeError) {
 /// Receiver: answers a probe (received as `rx`) of an established
 /// connection, routed as that connection's data.
 fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
-    inc(Counter::ProbesReceived);
+    inc(net, Counter::ProbesReceived);
     let t = &p.tuple;
     let dscp = params::dscps().1;
     let mut bytes = [0u8; MAX_PACKET_LEN];
@@ -158,7 +142,7 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
         // and drops its own socket reference and consumes `skb`.
         unsafe {
             bindings::hpcc_reply(
-                net.0.as_ptr(),
+                net.as_ptr(),
                 rx.0.as_ptr(),
                 t.daddr.as_ptr(),
                 t.dport.to_be(),
@@ -169,7 +153,7 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
             )
         }
     });
-    inc(match sent {
+    inc(net, match sent {
         Ok(()) => Counter::ResponsesSent,
         // Not a flow of ours to answer: no reflection for strangers.
         Err(TxError::NoSocket) => Counter::ProbesNoSocket,
@@ -185,11 +169,11 @@ const MAX_RESPONSE_AGE_NS: u64 = 1_000_000_000;
 
 /// Sender: validates a response and hands it to its flow.
 fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
-    inc(Counter::ResponsesReceived);
+    inc(net, Counter::ResponsesReceived);
     match wire::parse(p.int) {
-        Err(WireError::TooManyHops) => return inc(Counter::ResponsesTooManyHops),
-        Err(_) => return inc(Counter::ResponsesBadInt),
-        Ok(s) if u32::from(s.n_hops) > params::knobs().max_hops => return inc(Counter::ResponsesTooManyHops),
+        Err(WireError::TooManyHops) => return inc(net, Counter::ResponsesTooManyHops),
+        Err(_) => return inc(net, Counter::ResponsesBadInt),
+        Ok(s) if u32::from(s.n_hops) > params::knobs().max_hops => return inc(net, Counter::ResponsesTooManyHops),
         Ok(_) => {}
     }
     let mut mail = Mail {
@@ -204,20 +188,20 @@ fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
     let key = p.tuple.reversed();
     // SAFETY: netfilter runs hooks under rcu_read_lock(), held until we return.
     let found = unsafe {
-        registry::with_flow(net.key(), &key, |flow: &FlowObj| match flow.nonces.check(p.nonce, p.snd_nxt, now) {
-            NonceCheck::Unknown => inc(Counter::ResponsesBadNonce),
-            NonceCheck::Fresh { age_ns } if age_ns > MAX_RESPONSE_AGE_NS => inc(Counter::ResponsesLate),
+        table::with_flow(net, &key, |flow: &FlowObj| match flow.nonces.check(p.nonce, p.snd_nxt, now) {
+            NonceCheck::Unknown => inc(net, Counter::ResponsesBadNonce),
+            NonceCheck::Fresh { age_ns } if age_ns > MAX_RESPONSE_AGE_NS => inc(net, Counter::ResponsesLate),
             NonceCheck::Fresh { .. } => {
                 if flow.mailbox.put(&mail) {
-                    inc(Counter::ResponsesAccepted)
+                    inc(net, Counter::ResponsesAccepted)
                 } else {
-                    inc(Counter::ResponsesMailboxBusy)
+                    inc(net, Counter::ResponsesMailboxBusy)
                 }
             }
         })
     };
     if found.is_none() {
-        inc(Counter::ResponsesNoFlow);
+        inc(net, Counter::ResponsesNoFlow);
     }
 }
 
@@ -248,7 +232,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
         // Our DSCP but not exactly our format: not ours. Counted, and
         // passed on untouched (TCP, or whoever owns it, decides).
         Err(e) => {
-            count_malformed(e);
+            count_malformed(net, e);
             bindings::NF_ACCEPT
         }
         Ok(Some(p)) => {
@@ -281,9 +265,6 @@ impl<T> KernelStatic<T> {
 // SAFETY: nf_hook_ops is plain C data; all-zero is valid for every field
 // (None hook, null pointers, zero integers and bitfield).
 const ZEROED_NF: bindings::nf_hook_ops = unsafe { MaybeUninit::zeroed().assume_init() };
-// SAFETY: as above for pernet_operations.
-const ZEROED_PERNET: bindings::pernet_operations = unsafe { MaybeUninit::zeroed().assume_init() };
-
 /// After the filter table, so administrators can still drop our DSCPs
 /// (NF_IP_PRI_FILTER and NF_IP6_PRI_FILTER are both 0).
 const HOOK_PRIORITY: c_int = bindings::nf_ip_hook_priorities_NF_IP_PRI_FILTER + 1;
@@ -309,41 +290,25 @@ static NF_OPS: KernelStatic<[bindings::nf_hook_ops; N_HOOKS]> = KernelStatic(Uns
     },
 ]));
 
-unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
-    // SAFETY: `net` is being initialised by the netns core; NF_OPS is a
-    // 'static array of N_HOOKS fully initialised hooks. On failure
-    // nf_register_net_hooks unregisters the ones it had registered.
+/// Registers the hooks in `net` (from `netns`'s pernet init).
+///
+/// # Safety
+///
+/// `net` is a netns being initialised by the netns core; on success the
+/// caller unregisters with [`unregister_hooks`] in the pernet exit.
+pub(crate) unsafe fn register_hooks(net: *mut bindings::net) -> c_int {
+    // SAFETY: NF_OPS is a 'static array of N_HOOKS fully initialised hooks
+    // (caller contract for `net`). On failure nf_register_net_hooks
+    // unregisters the ones it had registered.
     unsafe { bindings::nf_register_net_hooks(net, NF_OPS.get().cast(), N_HOOKS as c_uint) }
 }
 
-unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
-    // SAFETY: the hooks were registered in `net` by `pernet_init`.
+/// Unregisters the hooks from `net`.
+///
+/// # Safety
+///
+/// [`register_hooks`] succeeded in `net`.
+pub(crate) unsafe fn unregister_hooks(net: *mut bindings::net) {
+    // SAFETY: the hooks are registered in `net` (caller contract).
     unsafe { bindings::nf_unregister_net_hooks(net, NF_OPS.get().cast(), N_HOOKS as c_uint) }
-}
-
-static PERNET: KernelStatic<bindings::pernet_operations> = KernelStatic(UnsafeCell::new(bindings::pernet_operations {
-    init: Some(pernet_init),
-    exit: Some(pernet_exit),
-    ..ZEROED_PERNET
-}));
-
-/// Proof that the hook is registered in every netns; dropping it removes it.
-pub(crate) struct Registration(());
-
-impl Registration {
-    /// Registers the hook in every existing and future network namespace.
-    pub(crate) fn register() -> Result<Self> {
-        // SAFETY: PERNET is 'static and fully initialised; the netns core
-        // links it into its list and calls init for every namespace.
-        to_result(unsafe { bindings::register_pernet_subsys(PERNET.get()) })?;
-        Ok(Self(()))
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // SAFETY: registered by `register`, the only constructor; this calls
-        // exit (unregistering the hook) for every namespace.
-        unsafe { bindings::unregister_pernet_subsys(PERNET.get()) };
-    }
 }

@@ -21,19 +21,22 @@
 //!    times cwnd / srtt.
 
 use crate::bindings;
-use crate::flow::{FlowObj, Owned};
+use crate::flow::{FlowObj, NoState, Owned};
 use crate::hpcc_core::fallback::Fallback;
-use crate::hpcc_core::guard::{telemetry_cwnd, Capped, DeliveryBound};
+use crate::hpcc_core::guard::{init_cwnd, telemetry_cwnd, Capped, DeliveryBound};
 use crate::hpcc_core::probe;
 use crate::hpcc_core::law::{srtt_pacing_cap, Event, HpccFlow};
 use crate::hpcc_core::wire;
 use crate::params::{self, Knobs};
 use crate::probe_tx::{self, now_ns};
 use crate::sock::{CaPriv, TcpSock};
-use crate::stats::{self, inc, Counter};
+use crate::stats::Counter;
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int};
 use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use kernel::prelude::*;
 use kernel::error::{to_result, Result};
 
 /// The algorithm name users select with sysctl or `TCP_CONGESTION`.
@@ -44,6 +47,10 @@ const DEFAULT_BASE_RTT_NS: u64 = 1_000_000;
 
 /// Telemetry is fresh for this many probe intervals after an update.
 const FRESH_INTERVALS: u64 = 8;
+
+/// After a flow could not get telemetry state (netns limit, churn bound,
+/// no memory), it runs the fallback and tries again after this long.
+const STATE_RETRY_NS: u64 = 100_000_000;
 
 /// Per-socket state in `icsk_ca_priv`.
 #[derive(Default)]
@@ -58,12 +65,14 @@ struct CaState {
     delivery: DeliveryBound,
     /// The cwnd `init` set (the bound's floor).
     init_segs: u32,
+    /// No attempt to create the flow state before this time, ns.
+    retry_ns: u64,
 }
 
 // SAFETY: `CaState` is integers only (Fallback holds one `u32`,
-// DeliveryBound two `u32` and a `u64`): valid for every bit pattern, 40
+// DeliveryBound two `u32` and a `u64`): valid for every bit pattern, 48
 // bytes, 8-byte aligned, no drop glue. `flow` is only turned into a
-// pointer after `init` stored a real one.
+// pointer after `init` stored 0 and `ensure_flow` a real one.
 unsafe impl CaPriv for CaState {}
 
 /// Runs `f` on the socket a hook received; `default` if the pointer is null.
@@ -80,12 +89,47 @@ fn with_sock<R>(sk: *mut bindings::sock, default: R, f: impl FnOnce(&mut TcpSock
 /// The flow's out-of-line state, if it has one.
 #[inline]
 fn flow_of<'a>(tp: &mut TcpSock<'a>) -> Option<&'a FlowObj> {
+    let sk = tp.as_sock();
     let addr = tp.ca::<CaState>().flow;
-    // SAFETY: a non-zero `flow` was stored by `init` from FlowObj::create
-    // and is freed only by `release`, which TCP never runs concurrently with
+    // SAFETY: `init` zeroes `flow` (TCP also zeroes the private area
+    // before init, and `init` warns if it ever finds otherwise); a
+    // non-zero value was stored by `ensure_flow` from FlowObj::create and
+    // is freed only by `release`, which TCP never runs concurrently with
     // another hook of this socket; the reference does not outlive the hook.
-    (addr != 0).then(|| unsafe { &*(addr as *const FlowObj) })
+    let flow = (addr != 0).then(|| unsafe { &*(addr as *const FlowObj) })?;
+    flow.owned_by(sk).then_some(flow)
 }
+
+/// Creates the flow's telemetry state if it has none, telemetry is on and
+/// no recent attempt failed: the first time the flow sends data.
+fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, now: u64) -> Option<&'a FlowObj> {
+    if let Some(flow) = flow_of(tp) {
+        return Some(flow);
+    }
+    if k.telemetry != 1 || now < tp.ca::<CaState>().retry_ns {
+        return None;
+    }
+    match create_flow(tp, k) {
+        Ok(p) => {
+            tp.count(Counter::FlowsHpcc);
+            tp.ca::<CaState>().flow = p.as_ptr() as usize;
+            flow_of(tp)
+        }
+        Err(why) => {
+            tp.count(match why {
+                NoState::OverLimit => Counter::FlowsLimited,
+                NoState::Churn => Counter::FlowsChurn,
+                NoState::NoMemory => Counter::FlowsNoState,
+            });
+            tp.ca::<CaState>().retry_ns = now.saturating_add(STATE_RETRY_NS);
+            None
+        }
+    }
+}
+
+/// Warns (once per load) if `init` ever finds a socket's private area not
+/// zeroed: `flow_of` relies on it.
+static DIRTY_PRIV_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// T for a flow: the `base_rtt_us` knob, or the flow's minimum RTT.
 fn base_rtt_ns(k: &Knobs, tp: &TcpSock<'_>) -> u64 {
@@ -100,16 +144,21 @@ fn base_rtt_ns(k: &Knobs, tp: &TcpSock<'_>) -> u64 {
 
 unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
     with_sock(sk, (), |tp| {
+        if tp.ca::<CaState>().flow != 0 && !DIRTY_PRIV_WARNED.swap(true, Relaxed) {
+            pr_warn!("init found a non-zero flow pointer in icsk_ca_priv; ignored\n");
+        }
         let k = params::knobs();
         let p = k.fallback();
-        let cwnd = p.initial_segs(tp.mss());
-        let flow = if k.telemetry == 1 { create_flow(tp, &k) } else { 0 };
+        // A connection that switches to hpcc after sending keeps its
+        // (possibly reduced) window rather than taking the initial one.
+        let cwnd = init_cwnd(p.initial_segs(tp.mss()), tp.cwnd(), tp.data_segs_out() > 0);
         *tp.ca::<CaState>() = CaState {
             fallback: Fallback::new(),
             prior_cwnd: cwnd,
-            flow,
+            flow: 0,
             delivery: DeliveryBound::default(),
             init_segs: cwnd,
+            retry_ns: 0,
         };
         tp.set_cwnd(cwnd);
         // No exponential probe from a small window: additive increase from
@@ -129,32 +178,23 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
         // ~0 (unlimited) and send the initial window as one line-rate burst
         // into the bottleneck, and an actively opened one the rate our
         // fallback set for IW10 on the SYN-ACK, before this init. Pace the
-        // initial window from the start, as tcp_bbr's init does: R = W/T for
-        // a telemetry flow, TCP's default ratio for the fallback.
-        let rate = flow_of(tp).map_or_else(
-            || default_pacing(tp),
-            |flow| {
-                // SAFETY: we are a congestion-control hook of this socket.
-                hpcc_rate(&k, unsafe { flow.owned() }, tp.srtt_us())
-            },
-        );
+        // initial window from the start, as tcp_bbr's init does: R = W/T of
+        // a new HPCC++ flow (its state is allocated when it first sends),
+        // TCP's default ratio for the fallback.
+        let rate = match (k.telemetry, new_owned(tp, &k)) {
+            (1, Some(own)) => hpcc_rate(&k, &own, tp.srtt_us()),
+            _ => default_pacing(tp),
+        };
         tp.set_pacing_rate(rate);
     })
 }
 
-/// Allocates the flow's telemetry state; 0 if it cannot have one (not
-/// IPv4, invalid parameters for this MSS, no memory or registry slot).
-fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> usize {
-    let Some((net, tuple)) = tp.tuple() else {
-        inc(Counter::FlowsNoState);
-        return 0;
-    };
+/// A new flow's HPCC++ state, `None` if the parameters are invalid for
+/// this MSS.
+fn new_owned(tp: &TcpSock<'_>, k: &Knobs) -> Option<Owned> {
     let t = base_rtt_ns(k, tp);
-    let Ok(params) = k.hpcc_params(tp.mss(), t) else {
-        inc(Counter::FlowsNoState);
-        return 0;
-    };
-    let owned = Owned {
+    let params = k.hpcc_params(tp.mss(), t).ok()?;
+    Some(Owned {
         law: HpccFlow::new(&params),
         params,
         base_rtt_ns: t,
@@ -163,26 +203,27 @@ fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> usize {
         probes: 0,
         path_rate: 0,
         max_in_flight: 0,
+        had_response: false,
+    })
+}
+
+/// Allocates and publishes the flow's telemetry state.
+fn create_flow(tp: &mut TcpSock<'_>, k: &Knobs) -> Result<NonNull<FlowObj>, NoState> {
+    let (Some((net, tuple)), Some(owned)) = (tp.tuple(), new_owned(tp, k)) else {
+        return Err(NoState::NoMemory);
     };
-    match FlowObj::create(net.key(), tuple, owned) {
-        Some(p) => {
-            inc(Counter::FlowsHpcc);
-            p as usize
-        }
-        None => {
-            inc(Counter::FlowsNoState);
-            0
-        }
-    }
+    FlowObj::create(tp.as_sock(), net, &tuple, owned, k.max_flows_per_netns)
 }
 
 unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
     with_sock(sk, (), |tp| {
+        let owner = flow_of(tp).is_some();
         let addr = core::mem::take(&mut tp.ca::<CaState>().flow);
-        if addr != 0 {
-            // SAFETY: `addr` came from FlowObj::create in `init`; taking it
-            // out of the socket makes this the only release.
-            unsafe { FlowObj::release(addr as *mut FlowObj) };
+        if let (true, Some(p)) = (owner, NonNull::new(addr as *mut FlowObj)) {
+            // SAFETY: `addr` came from FlowObj::create in `ensure_flow` for
+            // this socket; taking it out of the socket makes this the only
+            // release.
+            unsafe { FlowObj::release(p) };
         }
     })
 }
@@ -240,9 +281,13 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64, prior_
     own.max_in_flight = own.max_in_flight.max(in_flight).max(prior_in_flight);
     if let Some(mail) = flow.mailbox.take() {
         let Ok(stack) = wire::parse(&mail.int) else {
-            inc(Counter::ResponsesBadInt);
+            tp.count(Counter::ResponsesBadInt);
             return None;
         };
+        if !own.had_response {
+            own.had_response = true;
+            tp.count(Counter::FlowsWithTelemetry);
+        }
         own.path_rate = stack
             .hops()
             .iter()
@@ -284,25 +329,15 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64, prior_
             pacing_rate: hpcc_rate(k, own, tp.srtt_us()),
             path_rate: own.path_rate,
         });
-        stats::trace(&stats::TraceSample {
-            now_ns: now,
-            u_q40: own.law.u_q40(),
-            window: own.law.window_bytes(),
-            cwnd: tp.cwnd(),
-            inc_stage: own.law.inc_stage(),
-            event: u32::from(event),
-            srtt_us: tp.srtt_us(),
-            base_rtt_us: u32::try_from(own.base_rtt_ns / 1000).unwrap_or(u32::MAX),
-        });
         {
             match o.event {
                 Event::Updated | Event::Committed => {
-                    inc(Counter::SamplesApplied);
+                    tp.count(Counter::SamplesApplied);
                     own.last_update_ns = now;
                 }
-                Event::Recorded => inc(Counter::SamplesRecorded),
-                Event::PathChanged => inc(Counter::SamplesPathChanged),
-                Event::Stale(_) => inc(Counter::SamplesStale),
+                Event::Recorded => tp.count(Counter::SamplesRecorded),
+                Event::PathChanged => tp.count(Counter::SamplesPathChanged),
+                Event::Stale(_) => tp.count(Counter::SamplesStale),
             }
         }
     }
@@ -352,11 +387,12 @@ unsafe extern "C" fn hpcc_cwnd_event(sk: *mut bindings::sock, ev: bindings::tcp_
     }
     with_sock(sk, (), |tp| {
         let k = params::knobs();
-        let Some(flow) = flow_of(tp) else { return };
+        let now = now_ns();
+        let Some(flow) = ensure_flow(tp, &k, now) else { return };
         // SAFETY: we are a congestion-control hook of this socket.
         let own = unsafe { flow.owned() };
         let interval = probe_interval_ns(&k, tp, own);
-        probe_if_due(tp, &k, flow, own, now_ns(), interval);
+        probe_if_due(tp, &k, flow, own, now, interval);
     })
 }
 
@@ -410,23 +446,24 @@ unsafe extern "C" fn hpcc_cong_control(
                 rs.is_app_limited,
             );
         }
-        let hpcc = flow_of(tp).and_then(|flow| hpcc_on_ack(tp, &k, flow, now, prior_in_flight));
+        let flow = if tp.packets_out() > 0 { ensure_flow(tp, &k, now) } else { flow_of(tp) };
+        let hpcc = flow.and_then(|flow| hpcc_on_ack(tp, &k, flow, now, prior_in_flight));
         if let Some((window, rate)) = hpcc {
-            inc(Counter::HpccAcks);
+            tp.count(Counter::HpccAcks);
             let want = window.div_ceil(tp.mss().max(1));
             let st = tp.ca::<CaState>();
             let bound = st.delivery.bound_segs(st.init_segs);
             let (segs, capped) = telemetry_cwnd(want, tp.cwnd(), tp.ssthresh(), tp.in_cwnd_reduction(), bound);
             match capped {
                 Capped::No => {}
-                Capped::Reduction => inc(Counter::CappedByReduction),
-                Capped::Delivery => inc(Counter::CappedByDelivery),
+                Capped::Reduction => tp.count(Counter::CappedByReduction),
+                Capped::Delivery => tp.count(Counter::CappedByDelivery),
             }
             tp.set_cwnd(k.fallback().clamp(segs));
             tp.set_pacing_rate(rate);
             return;
         }
-        inc(Counter::FallbackAcks);
+        tp.count(Counter::FallbackAcks);
         let p = k.fallback();
         let (cwnd, ssthresh) = (tp.cwnd(), tp.ssthresh());
         let next = if tp.in_cwnd_reduction() {

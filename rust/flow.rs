@@ -3,32 +3,46 @@
 //! Per-flow telemetry state and its hand-off between two contexts.
 //!
 //! A flow's HPCC++ state (a few hundred bytes) does not fit in
-//! `icsk_ca_priv` (104 bytes), so `init` allocates a [`FlowObj`] and keeps
-//! its pointer in the private area. Two contexts touch it:
+//! `icsk_ca_priv` (104 bytes), so it lives in a [`FlowObj`] from the
+//! `hpcc_flow` slab cache, allocated the first time the flow sends data
+//! (a socket that only receives never has one) and kept in the socket's
+//! private area. Two contexts touch it:
 //!
 //! * the **congestion-control hooks**, which TCP serialises per socket
 //!   (socket lock or the softirq owning it): they own [`Owned`] (the
 //!   control law, the probe clock) and consume the mailbox;
 //! * the **netfilter hook** that receives responses, on any CPU, without
-//!   the socket lock: it finds the flow in the global [`registry`] by
-//!   (netns, 4-tuple), checks the nonce against the flow's outstanding
-//!   probes and deposits the newest sample in the [`Mailbox`].
+//!   the socket lock: it finds the flow in the flow [`table`] by (netns,
+//!   4-tuple), checks the nonce against the flow's outstanding probes and
+//!   deposits the newest sample in the [`Mailbox`].
 //!
-//! The netfilter hook never reads the socket's private area, so a socket
-//! switching algorithms cannot hand it garbage. A flow is removed from the
-//! registry in `release` and freed with `call_rcu()`: the netfilter hook
-//! runs under `rcu_read_lock()`, so an object it found stays valid until it
-//! returns. Module exit waits for pending frees with `rcu_barrier()`.
+//! The table is the kernel's `rhashtable` (resizable, lock-free lookups
+//! under RCU), hashed with SipHash-2-4 under a secret drawn at module load
+//! (`hpcc_core::flowhash`). The netfilter hook never reads the socket's
+//! private area, so a socket switching algorithms cannot hand it garbage.
+//! A flow is removed from the table in `release` and freed with
+//! `call_rcu()`: the netfilter hook runs under `rcu_read_lock()`, so an
+//! object it found stays valid until it returns. Each netns counts its
+//! objects and the ones waiting for their free (`netns::NetState`);
+//! `hpcc_core::guard::admit_flow` refuses new ones over the netns limit
+//! or when too many wait, so switching congestion control in a loop cannot
+//! queue unbounded frees.
 
 use crate::bindings;
+use crate::hpcc_core::flowhash;
+use crate::hpcc_core::guard::{admit_flow, Admit};
 use crate::hpcc_core::law::HpccFlow;
 use crate::hpcc_core::params::HpccParams;
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
-use core::cell::UnsafeCell;
-use core::ptr::{self, null_mut};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use crate::netns::NetRef;
 use crate::stats::{inc, Counter};
-use kernel::alloc::{flags::GFP_ATOMIC, KBox};
+use core::cell::UnsafeCell;
+use core::ffi::{c_uint, c_void};
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use kernel::error::{to_result, Result};
+use kernel::types::Opaque;
 
 /// Outstanding probes a flow remembers (an older nonce is unknown). With
 /// probes at most `probe::MAX_INTERVAL_NS` (8.4 ms) apart, a response is
@@ -180,57 +194,122 @@ pub(crate) struct Owned {
     /// Most segments in flight since the last applied sample (window
     /// validation).
     pub(crate) max_in_flight: u32,
+    /// Whether a response was applied yet (`flows_with_telemetry`).
+    pub(crate) had_response: bool,
+}
+
+/// Why a flow has no telemetry state.
+#[derive(Clone, Copy)]
+pub(crate) enum NoState {
+    /// The netns holds `max_flows_per_netns` flows.
+    OverLimit,
+    /// Too many released flows of the netns wait for their RCU free.
+    Churn,
+    /// No memory (the object, or the table could not grow).
+    NoMemory,
 }
 
 /// A flow's out-of-line state.
 #[repr(C)]
 pub(crate) struct FlowObj {
-    /// For `call_rcu()`.
-    rcu: bindings::callback_head,
-    /// Identity for the response path: netns (compared, never dereferenced)
-    /// and the 4-tuple as the sender sees it (local to remote).
-    net: usize,
-    tuple: Tuple,
-    /// Registry slot, for removal.
-    slot: usize,
+    /// The table's link, the RCU head and the key (immutable once
+    /// published). First member: the C side converts between the two.
+    hdr: Opaque<bindings::hpcc_flow_hdr>,
+    /// The socket that owns this object (compared, never dereferenced).
+    owner: usize,
+    /// The socket's netns, which outlives the object (`netns::pernet_exit`
+    /// waits for pending frees).
+    net: NetRef,
     pub(crate) nonces: NonceRing,
     pub(crate) mailbox: Mailbox,
     owned: UnsafeCell<Owned>,
 }
 
+/// The table key of (`net`, `tuple`).
+fn key_of(net: NetRef, t: &Tuple) -> bindings::hpcc_flow_key {
+    bindings::hpcc_flow_key {
+        net: net.key(),
+        saddr: t.saddr,
+        daddr: t.daddr,
+        sport: t.sport.to_be(),
+        dport: t.dport.to_be(),
+        pad: 0,
+    }
+}
+
 impl FlowObj {
-    /// Allocates a flow (atomic context) and publishes it in the registry.
-    /// `None` if memory or registry slots ran out.
-    pub(crate) fn create(net: usize, tuple: Tuple, owned: Owned) -> Option<*mut FlowObj> {
-        let obj = KBox::new(
-            FlowObj {
-                // SAFETY: callback_head is two plain pointers; zero is its
-                // documented initial state before call_rcu().
-                rcu: unsafe { core::mem::zeroed() },
+    /// Allocates the flow state of socket `sk` in `net` and publishes it
+    /// in the table, if the netns admits one more (`limit`:
+    /// `max_flows_per_netns`).
+    pub(crate) fn create(
+        sk: *const bindings::sock,
+        net: NetRef,
+        tuple: &Tuple,
+        owned: Owned,
+        limit: u32,
+    ) -> Result<NonNull<FlowObj>, NoState> {
+        let st = net.state();
+        let live = st.flows.fetch_add(1, Relaxed);
+        let undo = || {
+            st.flows.fetch_sub(1, Relaxed);
+        };
+        match admit_flow(live, st.pending_free.load(Relaxed), limit) {
+            Admit::Yes => {}
+            Admit::OverLimit => {
+                undo();
+                return Err(NoState::OverLimit);
+            }
+            Admit::Churn => {
+                undo();
+                return Err(NoState::Churn);
+            }
+        }
+        // SAFETY: `sk` is the live socket of the calling hook; the object
+        // comes uninitialised from a cache sized and aligned for FlowObj.
+        let Some(raw) = NonNull::new(unsafe { bindings::hpcc_flow_alloc(sk) }.cast::<FlowObj>()) else {
+            undo();
+            return Err(NoState::NoMemory);
+        };
+        // SAFETY: rhash_head and callback_head are plain pointers, for
+        // which zero is the unlinked state.
+        let (node, rcu) = unsafe { (MaybeUninit::zeroed().assume_init(), MaybeUninit::zeroed().assume_init()) };
+        // SAFETY: `raw` is valid for writes of one FlowObj and unshared.
+        unsafe {
+            raw.as_ptr().write(FlowObj {
+                hdr: Opaque::new(bindings::hpcc_flow_hdr {
+                    node,
+                    rcu,
+                    key: key_of(net, tuple),
+                }),
+                owner: sk as usize,
                 net,
-                tuple,
-                slot: 0,
                 nonces: NonceRing::new(),
                 mailbox: Mailbox::new(),
                 owned: UnsafeCell::new(owned),
-            },
-            GFP_ATOMIC,
-        )
-        .ok()?;
-        let raw = KBox::into_raw(obj);
-        match registry::insert(raw) {
-            Some(slot) => {
-                // SAFETY: `raw` is our fresh allocation; readers in other
-                // contexts never read `slot`.
-                unsafe { (*raw).slot = slot };
-                Some(raw)
+            })
+        };
+        // SAFETY: the header of our initialised, not yet shared object.
+        match unsafe { bindings::hpcc_flow_insert(raw.as_ptr().cast()) } {
+            0 => Ok(raw),
+            1 => {
+                inc(net, Counter::FlowsReplaced);
+                Ok(raw)
             }
-            None => {
-                // SAFETY: `raw` came from KBox::into_raw and was never shared.
-                drop(unsafe { KBox::from_raw(raw) });
-                None
+            _ => {
+                // SAFETY: never published; dropped and freed once here.
+                unsafe {
+                    core::ptr::drop_in_place(raw.as_ptr());
+                    bindings::hpcc_flow_free(raw.as_ptr().cast());
+                }
+                undo();
+                Err(NoState::NoMemory)
             }
         }
+    }
+
+    /// Whether this object belongs to socket `sk`.
+    pub(crate) fn owned_by(&self, sk: *const bindings::sock) -> bool {
+        self.owner == sk as usize
     }
 
     /// The hook-owned part.
@@ -251,141 +330,103 @@ impl FlowObj {
     ///
     /// `obj` came from [`FlowObj::create`], is released exactly once, and
     /// the caller drops every reference to it.
-    pub(crate) unsafe fn release(obj: *mut FlowObj) {
-        // SAFETY: `obj` is live until the RCU callback runs (caller contract).
-        let slot = unsafe { (*obj).slot };
-        registry::remove(slot, obj);
-        // SAFETY: `rcu` is inside the live object and not queued yet; the
-        // callback frees the object once every RCU reader is done with it.
-        unsafe { bindings::call_rcu(ptr::addr_of_mut!((*obj).rcu), Some(free_rcu)) };
+    pub(crate) unsafe fn release(obj: NonNull<FlowObj>) {
+        let hdr = obj.as_ptr().cast::<bindings::hpcc_flow_hdr>();
+        // SAFETY: `obj` is live until the RCU callback runs (caller
+        // contract); `net` is immutable.
+        let net = unsafe { (*obj.as_ptr()).net };
+        net.state().pending_free.fetch_add(1, Relaxed);
+        // SAFETY: `hdr` is the header of a live, published object; removal
+        // and call_rcu write only inside the Opaque header, and readers
+        // that still hold the object keep it until the callback runs.
+        unsafe {
+            bindings::hpcc_flow_remove(hdr);
+            bindings::hpcc_flow_call_rcu(hdr);
+        }
     }
 }
 
 /// RCU callback: frees a released [`FlowObj`].
-unsafe extern "C" fn free_rcu(head: *mut bindings::callback_head) {
-    let off = core::mem::offset_of!(FlowObj, rcu);
-    // SAFETY: `head` is the `rcu` field of a FlowObj queued by `release`, so
-    // stepping back by its offset yields the KBox allocation, which no RCU
-    // reader can still see.
-    drop(unsafe { KBox::from_raw(head.cast::<u8>().sub(off).cast::<FlowObj>()) });
-}
-
-/// An RCU read-side critical section, for as long as it lives.
-struct RcuReadGuard(());
-
-impl RcuReadGuard {
-    fn new() -> Self {
-        // SAFETY: no preconditions; paired with the unlock in `drop`.
-        unsafe { bindings::hpcc_rcu_read_lock() };
-        Self(())
+#[no_mangle]
+unsafe extern "C" fn hpcc_flow_free_rcu(head: *mut bindings::callback_head) {
+    let off = core::mem::offset_of!(bindings::hpcc_flow_hdr, rcu);
+    // SAFETY: `head` is the `rcu` of the header that starts a FlowObj
+    // queued by `release` (repr(C), header first), so stepping back by its
+    // offset yields the object, which no RCU reader can still see.
+    let obj = unsafe { head.cast::<u8>().sub(off).cast::<FlowObj>() };
+    // SAFETY: the object is live until freed below; its netns outlives it
+    // (netns::pernet_exit waits for pending frees).
+    let st = unsafe { (*obj).net }.state();
+    // SAFETY: dropped and returned to the cache exactly once.
+    unsafe {
+        core::ptr::drop_in_place(obj);
+        bindings::hpcc_flow_free(obj.cast());
     }
+    st.pending_free.fetch_sub(1, Release);
+    st.flows.fetch_sub(1, Relaxed);
 }
 
-impl Drop for RcuReadGuard {
-    fn drop(&mut self) {
-        // SAFETY: the lock `new` took, released once, in the same context.
-        unsafe { bindings::hpcc_rcu_read_unlock() };
-    }
-}
-
-/// The global (netns, 4-tuple) → flow map the netfilter hook reads.
-///
-/// Open addressing over a fixed array of atomic pointers; a lookup or
-/// insert scans at most [`registry::PROBE`] slots from the hash, so no
-/// tombstones are needed. A full neighbourhood refuses the flow, which
-/// then stays on the fallback law.
-pub(crate) mod registry {
+/// The flow table (see the module documentation).
+pub(crate) mod table {
     use super::*;
 
-    const SLOTS: usize = 4096;
-    /// Slots scanned per operation.
-    pub(crate) const PROBE: usize = 16;
+    /// The hash secret, drawn once at load, before the table exists.
+    static SECRET: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
-    static TABLE: [AtomicPtr<FlowObj>; SLOTS] = [const { AtomicPtr::new(null_mut()) }; SLOTS];
-
-    fn hash(net: usize, t: &Tuple) -> usize {
-        let mut h = (net as u64) ^ 0x9e37_79b9_7f4a_7c15;
-        let half = |a: &[u8; 16], i: usize| {
-            let mut b = [0u8; 8];
-            for (d, s) in b.iter_mut().zip(a.iter().skip(i * 8)) {
-                *d = *s;
-            }
-            u64::from_ne_bytes(b)
-        };
-        for w in [
-            half(&t.saddr, 0),
-            half(&t.saddr, 1),
-            half(&t.daddr, 0),
-            half(&t.daddr, 1),
-            (u64::from(t.sport) << 16) | u64::from(t.dport),
-        ] {
-            h = (h ^ w).wrapping_mul(0x100_0000_01b3).rotate_left(23);
-        }
-        (h as usize) % SLOTS
+    /// `rhashtable_params.hashfn`: SipHash-2-4 of the 48-byte key.
+    #[no_mangle]
+    unsafe extern "C" fn hpcc_flow_hashfn(data: *const c_void, len: u32, seed: u32) -> u32 {
+        let n = (len as usize).min(flowhash::KEY_LEN);
+        // SAFETY: rhashtable passes a key of `key_len` (= KEY_LEN) bytes.
+        let key = unsafe { core::slice::from_raw_parts(data.cast::<u8>(), n) };
+        flowhash::flow_hash([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], seed, key)
     }
 
-    /// Publishes `obj` (fully initialised) and returns its slot.
-    ///
-    /// A flow already registered for the same (netns, 4-tuple) belongs to a
-    /// socket that is no longer established (a 4-tuple is unique among
-    /// established connections, and `init` runs once the new one is): one
-    /// reset and not yet closed by its application. The new connection
-    /// takes its slot; the old socket's `release` then finds the slot no
-    /// longer its own and leaves it.
-    pub(super) fn insert(obj: *mut FlowObj) -> Option<usize> {
-        // SAFETY: `obj` is a live, unshared allocation (caller).
-        let (net, tuple) = unsafe { ((*obj).net, (*obj).tuple) };
-        let h = hash(net, &tuple);
-        let _rcu = RcuReadGuard::new();
-        for s in (0..PROBE).map(|i| (h + i) % SLOTS) {
-            let Some(e) = TABLE.get(s) else { continue };
-            let old = e.load(Acquire);
-            if old.is_null() {
-                continue;
-            }
-            // SAFETY: a published pointer stays valid for an RCU grace
-            // period after its removal, and `_rcu` holds the read lock.
-            // `net` and `tuple` are immutable after publication.
-            let same = unsafe { (*old).net == net && (*old).tuple == tuple };
-            if same && e.compare_exchange(old, obj, Release, Relaxed).is_ok() {
-                inc(Counter::FlowsReplaced);
-                return Some(s);
-            }
-        }
-        (0..PROBE).map(|i| (h + i) % SLOTS).find(|&s| {
-            TABLE
-                .get(s)
-                .is_some_and(|e| e.compare_exchange(null_mut(), obj, Release, Relaxed).is_ok())
-        })
-    }
-
-    pub(super) fn remove(slot: usize, obj: *mut FlowObj) {
-        if let Some(e) = TABLE.get(slot) {
-            let _ = e.compare_exchange(obj, null_mut(), Release, Relaxed);
-        }
-    }
-
-    /// Runs `f` on the flow of (`net`, `tuple`), if registered.
+    /// Runs `f` on the flow of (`net`, `tuple`), if published.
     ///
     /// # Safety
     ///
     /// The caller holds `rcu_read_lock()` (netfilter hooks do) for the
     /// whole call, so a flow found here is not freed before `f` returns.
-    pub(crate) unsafe fn with_flow<R>(net: usize, tuple: &Tuple, f: impl FnOnce(&FlowObj) -> R) -> Option<R> {
-        let h = hash(net, tuple);
-        for i in 0..PROBE {
-            let p = TABLE.get((h + i) % SLOTS)?.load(Acquire);
-            if p.is_null() {
-                continue;
-            }
-            // SAFETY: a published pointer is a live FlowObj until an RCU
-            // grace period after its removal; the caller holds the RCU read
-            // lock. `net` and `tuple` are immutable after publication.
-            let obj = unsafe { &*p };
-            if obj.net == net && obj.tuple == *tuple {
-                return Some(f(obj));
-            }
+    pub(crate) unsafe fn with_flow<R>(net: NetRef, tuple: &Tuple, f: impl FnOnce(&FlowObj) -> R) -> Option<R> {
+        let key = key_of(net, tuple);
+        // SAFETY: the caller holds the RCU read lock; `key` is a full key.
+        let h = unsafe { bindings::hpcc_flow_lookup(&key) };
+        // SAFETY: a published header starts a live FlowObj until an RCU
+        // grace period after its removal; a shared reference is sound
+        // because every field written after publication is atomic, in an
+        // UnsafeCell (`owned`, the mailbox) or in the Opaque header.
+        NonNull::new(h.cast::<FlowObj>()).map(|p| f(unsafe { p.as_ref() }))
+    }
+
+    /// Proof that the table and the slab cache exist; dropping it destroys
+    /// them, so it must outlive every flow (drop it after `rcu_barrier()`).
+    pub(crate) struct Table(());
+
+    impl Table {
+        /// Draws the secret and creates the cache and the table.
+        pub(crate) fn new() -> Result<Self> {
+            let mut k = [0u8; 16];
+            // SAFETY: `k` is 16 writable bytes.
+            unsafe { bindings::get_random_bytes(k.as_mut_ptr().cast(), k.len() as _) };
+            let word = |i: usize| {
+                let mut w = [0u8; 8];
+                w.iter_mut().zip(k.iter().skip(i * 8)).for_each(|(d, s)| *d = *s);
+                u64::from_ne_bytes(w)
+            };
+            SECRET[0].store(word(0), Relaxed);
+            SECRET[1].store(word(1), Relaxed);
+            let (size, align) = (core::mem::size_of::<FlowObj>(), core::mem::align_of::<FlowObj>());
+            // SAFETY: called once at module init, before any flow exists.
+            to_result(unsafe { bindings::hpcc_flows_init(size as c_uint, align as c_uint) })?;
+            Ok(Self(()))
         }
-        None
+    }
+
+    impl Drop for Table {
+        fn drop(&mut self) {
+            // SAFETY: module exit, after rcu_barrier(): every flow is freed.
+            unsafe { bindings::hpcc_flows_exit() };
+        }
     }
 }

@@ -89,13 +89,8 @@ HPCC_PARAM(qlen_min_filter,
 HPCC_PARAM(pacing_shift,
 	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 11)");
 
-/* Read-only event counters; storage and formatting in Rust (rust/stats.rs). */
-extern const struct kernel_param_ops hpcc_stats_ops;
-module_param_cb(stats, &hpcc_stats_ops, NULL, 0444);
-MODULE_PARM_DESC(stats, "Event counters of probes, responses and samples (read-only)");
-extern const struct kernel_param_ops hpcc_trace_ops;
-module_param_cb(trace, &hpcc_trace_ops, NULL, 0444);
-MODULE_PARM_DESC(trace, "The last 64 telemetry samples applied: U, W, cwnd, incStage, RTTs (read-only)");
+HPCC_PARAM(max_flows_per_netns,
+	   "Most flows with telemetry state per network namespace; further flows run the fallback law; 0 = no limit (0..2^31, default 0)");
 
 void hpcc_rcu_read_lock(void)
 {
@@ -345,4 +340,166 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
 	}
 	sock_gen_put(sk);
 	return err;
+}
+
+/* ---- The flow table (see hpcc_shim.h and rust/flow.rs) ---- */
+
+#include <linux/percpu.h>
+#include <linux/proc_fs.h>
+#include <linux/rhashtable.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file_net.h>
+#include <linux/slab.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+static struct kmem_cache *hpcc_flow_cache;
+static struct rhashtable hpcc_flows;
+
+static const struct rhashtable_params hpcc_flow_params = {
+	.head_offset = offsetof(struct hpcc_flow_hdr, node),
+	.key_offset = offsetof(struct hpcc_flow_hdr, key),
+	.key_len = sizeof(struct hpcc_flow_key),
+	.hashfn = hpcc_flow_hashfn,
+	.min_size = 64,
+	.automatic_shrinking = true,
+};
+
+int hpcc_flows_init(unsigned int size, unsigned int align)
+{
+	int err;
+
+	/* SLAB_NO_MERGE: failslab and /proc/slabinfo see exactly our objects. */
+	hpcc_flow_cache = kmem_cache_create("hpcc_flow", size, align,
+					    SLAB_ACCOUNT | SLAB_NO_MERGE, NULL);
+	if (!hpcc_flow_cache)
+		return -ENOMEM;
+	err = rhashtable_init(&hpcc_flows, &hpcc_flow_params);
+	if (err) {
+		kmem_cache_destroy(hpcc_flow_cache);
+		hpcc_flow_cache = NULL;
+	}
+	return err;
+}
+
+void hpcc_flows_exit(void)
+{
+	rhashtable_destroy(&hpcc_flows);
+	kmem_cache_destroy(hpcc_flow_cache);
+}
+
+void *hpcc_flow_alloc(const struct sock *sk)
+{
+	struct mem_cgroup *old = set_active_memcg(sk->sk_memcg);
+	void *obj = kmem_cache_alloc(hpcc_flow_cache, GFP_NOWAIT | __GFP_NOWARN);
+
+	set_active_memcg(old);
+	return obj;
+}
+
+void hpcc_flow_free(void *obj)
+{
+	kmem_cache_free(hpcc_flow_cache, obj);
+}
+
+int hpcc_flow_insert(struct hpcc_flow_hdr *h)
+{
+	struct hpcc_flow_hdr *old;
+	int tries, ret = -EBUSY;
+
+	rcu_read_lock();
+	for (tries = 0; tries < 4; tries++) {
+		old = rhashtable_lookup_get_insert_fast(&hpcc_flows, &h->node,
+							hpcc_flow_params);
+		if (!old) {
+			ret = 0;
+			break;
+		}
+		if (IS_ERR(old)) {
+			ret = PTR_ERR(old);
+			break;
+		}
+		/* A socket of the same 4-tuple that is no longer established
+		 * (reset, not yet closed): take its place. If its owner
+		 * removes it first, insert again. */
+		if (!rhashtable_replace_fast(&hpcc_flows, &old->node, &h->node,
+					     hpcc_flow_params)) {
+			ret = 1;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+void hpcc_flow_remove(struct hpcc_flow_hdr *h)
+{
+	/* -ENOENT when a newer connection replaced it: nothing to do. */
+	rhashtable_remove_fast(&hpcc_flows, &h->node, hpcc_flow_params);
+}
+
+struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key)
+{
+	return rhashtable_lookup(&hpcc_flows, key, hpcc_flow_params);
+}
+
+void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h)
+{
+	call_rcu(&h->rcu, hpcc_flow_free_rcu);
+}
+
+/* ---- Per-netns state and counters (rust/netns.rs, rust/stats.rs) ---- */
+
+unsigned int hpcc_net_id;
+
+void *hpcc_net_generic(const struct net *net)
+{
+	return net_generic(net, hpcc_net_id);
+}
+
+struct net *hpcc_sock_net(const struct sock *sk)
+{
+	return sock_net(sk);
+}
+
+u64 __percpu *hpcc_pcpu_alloc(unsigned int n)
+{
+	return __alloc_percpu(n * sizeof(u64), sizeof(u64));
+}
+
+void hpcc_pcpu_free(u64 __percpu *p)
+{
+	free_percpu(p);
+}
+
+void hpcc_pcpu_inc(u64 __percpu *p, unsigned int i)
+{
+	this_cpu_inc(p[i]);
+}
+
+u64 hpcc_pcpu_sum(u64 __percpu *p, unsigned int i)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr(p, cpu)[i];
+	return sum;
+}
+
+int hpcc_proc_create(struct net *net, const char *name,
+		     int (*show)(struct seq_file *, void *))
+{
+	return proc_create_net_single(name, 0400, net->proc_net, show, NULL) ?
+		0 : -ENOMEM;
+}
+
+void hpcc_proc_remove(struct net *net, const char *name)
+{
+	remove_proc_entry(name, net->proc_net);
+}
+
+struct net *hpcc_seq_net(struct seq_file *m)
+{
+	return seq_file_single_net(m);
 }

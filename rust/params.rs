@@ -88,6 +88,7 @@ knobs! {
     hpcc_param_u_weight_pct, "u_weight_pct", 100, u_weight_pct;
     hpcc_param_max_increase_pct, "max_increase_pct", 110, max_increase_pct;
     hpcc_param_qlen_min_filter, "qlen_min_filter", 0, qlen_min_filter;
+    hpcc_param_max_flows_per_netns, "max_flows_per_netns", 0, max_flows_per_netns;
 }
 
 /// Why a knob set was refused.
@@ -110,6 +111,8 @@ pub(crate) enum KnobError {
     Time,
     /// `pace_srtt_cap_pct` is not 0 or in 100..=1000.
     PaceCap,
+    /// `max_flows_per_netns` is above 2^31.
+    FlowLimit,
 }
 
 impl KnobError {
@@ -130,6 +133,7 @@ impl KnobError {
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
             Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
+            Self::FlowLimit => "max_flows_per_netns must be at most 2^31",
         }
     }
 }
@@ -210,6 +214,9 @@ impl Knobs {
         }
         if self.pace_srtt_cap_pct != 0 && !(100..=1000).contains(&self.pace_srtt_cap_pct) {
             return Err(KnobError::PaceCap);
+        }
+        if self.max_flows_per_netns > 1 << 31 {
+            return Err(KnobError::FlowLimit);
         }
         Ok(())
     }

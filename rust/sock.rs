@@ -170,7 +170,7 @@ impl<'a> TcpSock<'a> {
 
     /// The 4-tuple (local to remote; IPv4 addresses IPv4-mapped) and
     /// netns, `None` for families other than IPv4 and IPv6.
-    pub(crate) fn tuple(&self) -> Option<(crate::probe_tx::NetRef, crate::hpcc_core::probe::Tuple)> {
+    pub(crate) fn tuple(&self) -> Option<(crate::netns::NetRef, crate::hpcc_core::probe::Tuple)> {
         let mut net = core::ptr::null_mut();
         let (mut sa, mut da, mut sp, mut dp) = ([0u8; 16], [0u8; 16], 0u16, 0u16);
         // SAFETY: `tp` is a live socket (type invariant); the helper only
@@ -195,7 +195,34 @@ impl<'a> TcpSock<'a> {
             sport: u16::from_be(sp),
             dport: u16::from_be(dp),
         };
-        Some((crate::probe_tx::NetRef::new(net)?, t))
+        Some((crate::netns::NetRef::new(net)?, t))
+    }
+
+    /// The socket's network namespace (always present for a live socket).
+    pub(crate) fn net(&self) -> Option<crate::netns::NetRef> {
+        // SAFETY: `tp` is a live socket (type invariant); sock_net() reads
+        // one field.
+        crate::netns::NetRef::new(unsafe { bindings::hpcc_sock_net(self.tp.as_ptr().cast()) })
+    }
+
+    /// Adds one to counter `c` of the socket's netns.
+    #[inline]
+    pub(crate) fn count(&self, c: crate::stats::Counter) {
+        if let Some(net) = self.net() {
+            crate::stats::inc(net, c);
+        }
+    }
+
+    /// The socket as the kernel's `struct sock *` (for the shim; also its
+    /// identity).
+    pub(crate) fn as_sock(&self) -> *const bindings::sock {
+        self.tp.as_ptr().cast()
+    }
+
+    /// Data segments sent so far (`data_segs_out`).
+    #[inline]
+    pub(crate) fn data_segs_out(&self) -> u32 {
+        get!(self, data_segs_out)
     }
 
     /// Sends `skb`, a packet of this socket's flow built by the module,

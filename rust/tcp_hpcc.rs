@@ -8,7 +8,9 @@
 //!   fallback, shared verbatim with the host crate that tests them.
 //! * `sock`: the one safe wrapper over the `struct sock *` a hook receives.
 //! * `cong_ops`: the `tcp_congestion_ops` registration and its hooks.
-//! * `flow`: per-flow telemetry state, its registry and mailbox.
+//! * `flow`: per-flow telemetry state, its table and mailbox.
+//! * `netns`: per-network-namespace state (counters, flow counts) and the
+//!   per-netns setup (netfilter hook, `/proc/net/hpcc_stat`).
 //! * `probe_tx`: probes, responses and the netfilter hook.
 //! * `params`: module parameters, stored and validated in Rust.
 //! * `stats`: event counters.
@@ -20,6 +22,7 @@ mod bindings;
 mod cong_ops;
 mod flow;
 pub mod hpcc_core;
+mod netns;
 mod params;
 #[path = "../probe_tx/mod.rs"]
 mod probe_tx;
@@ -34,13 +37,15 @@ module! {
     license: "GPL",
 }
 
-/// Fields drop in order: first no new sockets can pick `hpcc`, then the
-/// netfilter hook leaves every netns, then pending RCU frees of flow state
-/// finish before the module's code goes away.
+/// Fields drop in order: first no new sockets can pick `hpcc` (and none is
+/// left: each holds a module reference), then every netns drops its
+/// netfilter hook, counters and proc file, then pending RCU frees of flow
+/// state finish, and last the flow table and its slab cache go.
 struct TcpHpcc {
     _ops: cong_ops::Registration,
-    _hooks: probe_tx::Registration,
+    _netns: netns::Registration,
     _rcu: RcuBarrier,
+    _table: flow::table::Table,
 }
 
 /// Waits, when dropped, for every `call_rcu()` the module queued.
@@ -55,13 +60,15 @@ impl Drop for RcuBarrier {
 
 impl kernel::Module for TcpHpcc {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let hooks = probe_tx::Registration::register()?;
+        let table = flow::table::Table::new()?;
+        let netns = netns::Registration::register()?;
         let ops = cong_ops::Registration::register()?;
         pr_info!("registered congestion control \"{}\"\n", cong_ops::NAME);
         Ok(Self {
             _ops: ops,
-            _hooks: hooks,
+            _netns: netns,
             _rcu: RcuBarrier,
+            _table: table,
         })
     }
 }

@@ -110,12 +110,7 @@ _bench_trace_stop() { # _bench_trace_stop FILE
 }
 
 _bench_hpcc_stats() {
-	if [ -r /sys/module/tcp_hpcc/parameters/stats ]; then
-		awk '{ printf "%s\"%s\": %s", (NR > 1 ? ", " : ""), $1, $2 } BEGIN { printf "{" } END { print "}" }' \
-			/sys/module/tcp_hpcc/parameters/stats
-	else
-		echo "{}"
-	fi
+	hpcc_stats | awk '{ printf "%s\"%s\": %s", (NR > 1 ? ", " : ""), $1, $2 } BEGIN { printf "{" } END { print "}" }'
 }
 
 # _bench_link [key=value ...]: sets the caller's rate, rtt, bdp, buffer and

@@ -229,9 +229,29 @@ wait_listening() {
 	return 1
 }
 
-# hpcc_stat KEY: one of tcp_hpcc's event counters (0 for a counter this
-# build of the module does not have).
-hpcc_stat() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' /sys/module/tcp_hpcc/parameters/stats; }
+# hpcc_stats: tcp_hpcc's counters (/proc/net/hpcc_stat, one file per
+# netns) summed over this netns and every named one, as "name value" lines.
+hpcc_stats() {
+	{
+		cat /proc/net/hpcc_stat 2>/dev/null
+		local ns
+		for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+			ip netns exec "$ns" cat /proc/net/hpcc_stat 2>/dev/null
+		done
+	} | awk '{ v[$1] += $2; if (!($1 in o)) { o[$1] = n++ } }
+		END { for (k in o) r[o[k]] = k; for (i = 0; i < n; i++) print r[i], v[r[i]] }'
+}
+
+# hpcc_stat KEY [NS]: one of tcp_hpcc's counters, summed over all netns
+# (hpcc_stats), or of netns NS only; 0 for a counter this build of the
+# module does not have.
+hpcc_stat() {
+	if [ -n "${2:-}" ]; then
+		ip netns exec "$2" cat /proc/net/hpcc_stat 2>/dev/null
+	else
+		hpcc_stats
+	fi | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
+}
 
 # netns_nstat NS KEY: a SNMP/netstat counter of a netns (absolute, 0 if unset).
 netns_nstat() {

@@ -111,9 +111,67 @@ pub fn telemetry_cwnd(want_segs: u32, cwnd: u32, ssthresh: u32, in_reduction: bo
     (segs, why)
 }
 
+/// The cwnd (segments) `init` sets: `initial_segs` for a connection that
+/// has sent no data yet; otherwise (the application switched to `hpcc` on
+/// a running connection) at most its current cwnd, so switching back and
+/// forth cannot reset a congested connection to the initial window.
+pub fn init_cwnd(initial_segs: u32, current_segs: u32, has_sent_data: bool) -> u32 {
+    if has_sent_data {
+        initial_segs.min(current_segs.max(1))
+    } else {
+        initial_segs
+    }
+}
+
+/// Flow objects a netns may have waiting for their RCU free before new
+/// flows there are refused: a socket switching congestion control in a
+/// loop releases one object per switch, and each waits a grace period.
+pub const MAX_PENDING_FREE: u32 = 4096;
+
+/// Whether a netns may allocate one more flow object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Yes.
+    Yes,
+    /// `live` reached the per-netns limit (`limit`, 0: none).
+    OverLimit,
+    /// [`MAX_PENDING_FREE`] objects already wait for their RCU free.
+    Churn,
+}
+
+/// [`Admit`] for a netns with `live` objects, `pending_free` of them
+/// released, under the per-netns `limit` (0: none).
+pub fn admit_flow(live: u32, pending_free: u32, limit: u32) -> Admit {
+    if limit != 0 && live >= limit {
+        Admit::OverLimit
+    } else if pending_free >= MAX_PENDING_FREE {
+        Admit::Churn
+    } else {
+        Admit::Yes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switching_keeps_a_running_connections_window() {
+        assert_eq!(init_cwnd(45, 10, false), 45, "a new connection starts at the initial window");
+        assert_eq!(init_cwnd(45, 3, true), 3, "a congested one keeps its window");
+        assert_eq!(init_cwnd(45, 300, true), 45, "and never gains above the initial one");
+        assert_eq!(init_cwnd(45, 0, true), 1);
+    }
+
+    #[test]
+    fn admission() {
+        assert_eq!(admit_flow(0, 0, 0), Admit::Yes);
+        assert_eq!(admit_flow(u32::MAX, 0, 0), Admit::Yes, "0: no limit");
+        assert_eq!(admit_flow(99, 0, 100), Admit::Yes);
+        assert_eq!(admit_flow(100, 0, 100), Admit::OverLimit);
+        assert_eq!(admit_flow(10, MAX_PENDING_FREE - 1, 0), Admit::Yes);
+        assert_eq!(admit_flow(10, MAX_PENDING_FREE, 0), Admit::Churn);
+    }
 
     #[test]
     fn reduction_never_raised() {

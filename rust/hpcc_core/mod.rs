@@ -22,6 +22,7 @@
 //! * [`fallback`]: the no-telemetry AIMD law.
 //! * [`guard`]: TCP's loss response and the delivered-BDP bound around
 //!   telemetry.
+//! * [`flowhash`]: the flow table's keyed hash (SipHash-2-4).
 //!
 //! # Use from the kernel glue
 //!
@@ -47,6 +48,7 @@
 
 pub mod fallback;
 pub mod fixed;
+pub mod flowhash;
 pub mod guard;
 pub mod law;
 pub mod params;

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-network-namespace state.
+//!
+//! Each netns gets, from the netns core (`pernet_operations` with `id` and
+//! `size`), a [`NetState`]: its event counters (per CPU, summed on read),
+//! the number of flow objects it holds and how many of those wait for their
+//! RCU free. On creation of a netns the module also registers its
+//! netfilter hook there (`probe_tx`) and creates `/proc/net/hpcc_stat`
+//! (mode 0400: the netns's root only; each netns sees its own counters).
+
+use crate::bindings;
+use crate::stats;
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_uint};
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering::*};
+use kernel::error::{code::ENOMEM, to_result, Result};
+
+/// A network namespace pointer, only passed back to the kernel or compared.
+#[derive(Clone, Copy)]
+pub(crate) struct NetRef(NonNull<bindings::net>);
+
+impl NetRef {
+    /// Wraps a netns pointer the kernel gave us (a hook's, a socket's).
+    pub(crate) fn new(net: *mut bindings::net) -> Option<Self> {
+        NonNull::new(net).map(Self)
+    }
+
+    /// The identity used as the flow table's key.
+    pub(crate) fn key(self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+
+    /// The raw pointer, for the kernel.
+    pub(crate) fn as_ptr(self) -> *mut bindings::net {
+        self.0.as_ptr()
+    }
+
+    /// This netns's [`NetState`].
+    pub(crate) fn state(self) -> &'static NetState {
+        // SAFETY: `self` is a live netns (every NetRef comes from the
+        // kernel for the duration of a hook, or from a socket, which holds
+        // its netns). Our pernet ops are registered before any path that
+        // makes a NetRef, so net_generic() returns our zero-initialised,
+        // suitably aligned `size_of::<NetState>()` bytes, which live until
+        // the netns is freed, after every such path is gone. Its fields
+        // are atomics, so shared references are sound. ('static stands for
+        // "the netns's lifetime": no caller keeps it beyond a hook, a
+        // socket or an object that pins the netns.)
+        unsafe { &*bindings::hpcc_net_generic(self.0.as_ptr()).cast::<NetState>() }
+    }
+}
+
+/// What the module keeps per netns. All-zero is its initial state (the
+/// netns core zero-fills it).
+pub(crate) struct NetState {
+    /// Flow objects allocated for sockets of this netns and not yet freed
+    /// (the per-netns limit counts these).
+    pub(crate) flows: AtomicU32,
+    /// Of those, the ones released and waiting for their RCU grace period.
+    pub(crate) pending_free: AtomicU32,
+    /// The event counters: `stats::N` u64 per CPU (null until init).
+    counters: AtomicPtr<u64>,
+}
+
+impl NetState {
+    /// Adds one to counter `i`.
+    #[inline]
+    pub(crate) fn inc(&self, i: usize) {
+        let p = self.counters.load(Relaxed);
+        if !p.is_null() && i < stats::N {
+            // SAFETY: `p` is the per-CPU array of stats::N u64 that init
+            // allocated; it is freed in exit, after the hooks are gone and
+            // no socket of the netns remains; `i` is in range.
+            unsafe { bindings::hpcc_pcpu_inc(p, i as c_uint) };
+        }
+    }
+
+    /// Counter `i`, summed over CPUs.
+    pub(crate) fn sum(&self, i: usize) -> u64 {
+        let p = self.counters.load(Relaxed);
+        if p.is_null() || i >= stats::N {
+            return 0;
+        }
+        // SAFETY: as in `inc`; reading may race increments (relaxed sums).
+        unsafe { bindings::hpcc_pcpu_sum(p, i as c_uint) }
+    }
+}
+
+/// Name of the counters file in `/proc/net`.
+const PROC_NAME: &core::ffi::CStr = c"hpcc_stat";
+
+unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
+    let Some(n) = NetRef::new(net) else { return ENOMEM.to_errno() };
+    let st = n.state();
+    // SAFETY: no preconditions (GFP_KERNEL: pernet init may sleep).
+    let counters = unsafe { bindings::hpcc_pcpu_alloc(stats::N as c_uint) };
+    if counters.is_null() {
+        return ENOMEM.to_errno();
+    }
+    st.counters.store(counters, Relaxed);
+    // SAFETY: `net` is being initialised; the name is a 'static C string
+    // and the show function lives as long as the module (the entry is
+    // removed in exit, before the module can go).
+    let err = unsafe { bindings::hpcc_proc_create(net, PROC_NAME.as_ptr(), Some(stats::show)) };
+    if err != 0 {
+        st.counters.store(core::ptr::null_mut(), Relaxed);
+        // SAFETY: allocated above and never shared.
+        unsafe { bindings::hpcc_pcpu_free(counters) };
+        return err;
+    }
+    // SAFETY: see `crate::probe_tx::register_hooks`.
+    let err = unsafe { crate::probe_tx::register_hooks(net) };
+    if err != 0 {
+        // SAFETY: created above.
+        unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
+        st.counters.store(core::ptr::null_mut(), Relaxed);
+        // SAFETY: allocated above; the proc file that read it is gone.
+        unsafe { bindings::hpcc_pcpu_free(counters) };
+    }
+    err
+}
+
+unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
+    let Some(n) = NetRef::new(net) else { return };
+    // SAFETY: registered in `net` by `pernet_init`.
+    unsafe { crate::probe_tx::unregister_hooks(net) };
+    // SAFETY: created by `pernet_init`; removal waits for open readers.
+    unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
+    let st = n.state();
+    // Flow objects of this netns still waiting for their RCU free touch
+    // `st` when freed: let them finish before the netns core frees it.
+    if st.pending_free.load(Acquire) != 0 {
+        // SAFETY: pernet exit runs in process context and may sleep.
+        unsafe { bindings::rcu_barrier() };
+    }
+    let counters = st.counters.swap(core::ptr::null_mut(), Relaxed);
+    if !counters.is_null() {
+        // SAFETY: allocated by init; the hooks and the proc file are gone,
+        // and a dying netns has no sockets left to count events.
+        unsafe { bindings::hpcc_pcpu_free(counters) };
+    }
+}
+
+/// The pernet ops, linked into the netns core's list.
+struct PernetOps(UnsafeCell<bindings::pernet_operations>);
+
+// SAFETY: written only before registration (`register`); afterwards only
+// the netns core accesses it, under its own locking.
+unsafe impl Sync for PernetOps {}
+
+// SAFETY: pernet_operations is plain C data; all-zero is valid for every
+// field (None callbacks, null pointers, zero sizes).
+const ZEROED_PERNET: bindings::pernet_operations = unsafe { MaybeUninit::zeroed().assume_init() };
+
+static PERNET: PernetOps = PernetOps(UnsafeCell::new(bindings::pernet_operations {
+    init: Some(pernet_init),
+    exit: Some(pernet_exit),
+    size: core::mem::size_of::<NetState>(),
+    ..ZEROED_PERNET
+}));
+
+/// Proof that the per-netns state exists in every netns; dropping it runs
+/// `pernet_exit` everywhere.
+pub(crate) struct Registration(());
+
+impl Registration {
+    /// Sets up every existing and future network namespace.
+    pub(crate) fn register() -> Result<Self> {
+        let ops = PERNET.0.get();
+        // SAFETY: module init runs once, before registration, so nothing
+        // else accesses PERNET yet; `hpcc_net_id` is a static C variable
+        // the netns core fills in at registration.
+        unsafe { (*ops).id = core::ptr::addr_of_mut!(bindings::hpcc_net_id) };
+        // SAFETY: PERNET is 'static and fully initialised.
+        to_result(unsafe { bindings::register_pernet_subsys(ops) })?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: registered by `register`, the only constructor.
+        unsafe { bindings::unregister_pernet_subsys(PERNET.0.get()) };
+    }
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Many TCP connections at once, and connection churn, for the scale and
+stress tests of tcp_hpcc (one event loop, epoll via selectors).
+
+  hpcc_many.py echo PORT [--bind ADDR]
+        accept every connection and echo what it sends until EOF
+  hpcc_many.py many DST PORT N [--rounds R] [--bytes B] [--cc ALGO]
+                [--batch K] [--hold S]
+        open N connections (K handshakes in flight at a time), then R rounds
+        in which every connection writes B bytes and reads their echo; keep
+        them open S seconds, close; prints {"connected", "failed",
+        "echoed", "secs"} (echoed: connections whose every round came back)
+  hpcc_many.py churn DST PORT N [--bytes B] [--cc ALGO] [--parallel P]
+        N short connections, P at a time: connect, write B bytes, read the
+        echo, close; prints {"done", "failed", "secs"}
+"""
+import argparse
+import errno
+import json
+import selectors
+import socket
+import sys
+import time
+
+TCP_CONGESTION = 13
+
+
+def fam(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def echo(a):
+    ls = socket.socket(fam(a.bind))
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((a.bind, a.port))
+    ls.listen(65535)
+    ls.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(ls, selectors.EVENT_READ, None)
+    print("listening", flush=True)
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:
+                while True:
+                    try:
+                        c, _ = ls.accept()
+                    except BlockingIOError:
+                        break
+                    except OSError as e:
+                        if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                            break
+                        raise
+                    c.setblocking(False)
+                    sel.register(c, selectors.EVENT_READ, 1)
+                continue
+            c = key.fileobj
+            try:
+                d = c.recv(65536)
+            except (ConnectionError, OSError):
+                d = b""
+            if d:
+                try:
+                    c.send(d)
+                except OSError:
+                    pass
+            else:
+                sel.unregister(c)
+                c.close()
+
+
+def new_sock(a):
+    s = socket.socket(fam(a.dst))
+    if a.cc:
+        s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, a.cc.encode())
+    s.setblocking(False)
+    return s
+
+
+def many(a):
+    t0 = time.monotonic()
+    sel = selectors.DefaultSelector()
+    pending, up, failed = 0, [], 0
+    todo = a.n
+    while todo or pending:
+        while todo and pending < a.batch:
+            s = new_sock(a)
+            r = s.connect_ex((a.dst, a.port))
+            if r not in (0, errno.EINPROGRESS):
+                failed += 1
+                s.close()
+            else:
+                sel.register(s, selectors.EVENT_WRITE)
+                pending += 1
+            todo -= 1
+        for key, _ in sel.select(timeout=30):
+            s = key.fileobj
+            sel.unregister(s)
+            pending -= 1
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                up.append(s)
+            else:
+                failed += 1
+                s.close()
+    msg = b"x" * a.bytes
+    ok = {s.fileno(): True for s in up}
+    for _ in range(a.rounds):
+        got = {}
+        for s in up:
+            try:
+                s.send(msg)
+                sel.register(s, selectors.EVENT_READ)
+                got[s.fileno()] = 0
+            except OSError:
+                ok[s.fileno()] = False
+        deadline = time.monotonic() + 120
+        while got and time.monotonic() < deadline:
+            for key, _ in sel.select(timeout=5):
+                s = key.fileobj
+                try:
+                    d = s.recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    d = b""
+                fd = s.fileno()
+                if not d:
+                    ok[fd] = False
+                    sel.unregister(s)
+                    got.pop(fd, None)
+                    continue
+                got[fd] += len(d)
+                if got[fd] >= a.bytes:
+                    sel.unregister(s)
+                    got.pop(fd)
+        for fd in got:
+            ok[fd] = False
+        for key in list(sel.get_map().values()):
+            sel.unregister(key.fileobj)
+    time.sleep(a.hold)
+    for s in up:
+        s.close()
+    print(json.dumps({"connected": len(up), "failed": failed,
+                      "echoed": sum(ok.values()), "secs": round(time.monotonic() - t0, 1)}))
+
+
+def churn(a):
+    t0 = time.monotonic()
+    sel = selectors.DefaultSelector()
+    done = failed = started = 0
+    live = {}
+    msg = b"x" * a.bytes
+
+    def start():
+        nonlocal started, failed
+        started += 1
+        s = new_sock(a)
+        r = s.connect_ex((a.dst, a.port))
+        if r not in (0, errno.EINPROGRESS):
+            failed += 1
+            s.close()
+            return
+        live[s.fileno()] = [s, 0]
+        sel.register(s, selectors.EVENT_WRITE)
+
+    while started < a.n or live:
+        while started < a.n and len(live) < a.parallel:
+            start()
+        for key, ev in sel.select(timeout=30):
+            s = key.fileobj
+            st = live[s.fileno()]
+            if ev & selectors.EVENT_WRITE:
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+                    failed += 1
+                else:
+                    try:
+                        s.send(msg)
+                        sel.modify(s, selectors.EVENT_READ)
+                        continue
+                    except OSError:
+                        failed += 1
+            else:
+                try:
+                    d = s.recv(65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    d = b""
+                st[1] += len(d)
+                if d and st[1] < a.bytes:
+                    continue
+                if st[1] >= a.bytes:
+                    done += 1
+                else:
+                    failed += 1
+            sel.unregister(s)
+            del live[s.fileno()]
+            s.close()
+    print(json.dumps({"done": done, "failed": failed, "secs": round(time.monotonic() - t0, 1)}))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("echo")
+    e.add_argument("port", type=int)
+    e.add_argument("--bind", default="0.0.0.0")
+    for name in ("many", "churn"):
+        m = sub.add_parser(name)
+        m.add_argument("dst")
+        m.add_argument("port", type=int)
+        m.add_argument("n", type=int)
+        m.add_argument("--bytes", type=int, default=100)
+        m.add_argument("--cc", default="hpcc")
+    sub.choices["many"].add_argument("--rounds", type=int, default=3)
+    sub.choices["many"].add_argument("--batch", type=int, default=512)
+    sub.choices["many"].add_argument("--hold", type=float, default=0)
+    sub.choices["churn"].add_argument("--parallel", type=int, default=32)
+    a = p.parse_args()
+    {"echo": echo, "many": many, "churn": churn}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kselftest: tcp_hpcc's flow table at scale. Through the INT switch
+# emulator (one sender, one switch, one receiver):
+#
+#  1. HPCC_SCALE_FLOWS (default 50,000) concurrent hpcc connections from
+#     one sender address to one server port (they differ only in the local
+#     port, the case the old table placed in one 16-slot neighbourhood) all
+#     connect and exchange three echoed rounds;
+#  2. every one of them got flow state, none was refused;
+#  3. more than 99% of those that sent data applied at least one response;
+#  4. memory per flow: the hpcc_flow slab while they are open (reported);
+#  5. all flow state is freed once they close;
+#  6. with max_flows_per_netns, a remote peer opening connections to a
+#     server that uses hpcc fills only the server's netns: the server's
+#     flows beyond the limit run the fallback (counted), while another
+#     netns's flows all get telemetry.
+#
+# KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
+
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/int_switch.sh"
+
+MANY=$HPCC_ROOT/selftests/hpcc_many.py
+N=${HPCC_SCALE_FLOWS:-50000}
+RESULTS=${HPCC_RESULTS:-/tmp}
+OUT=$RESULTS/hpcc_scale
+P=/sys/module/tcp_hpcc/parameters
+PORT=7000
+
+require_root_and_vm
+require_tools ip tc python3 modprobe
+
+ktap_header 6
+mkdir -p "$OUT"
+cleanup() {
+	pkill -f hpcc_many.py 2>/dev/null
+	echo 0 >"$P/max_flows_per_netns" 2>/dev/null
+	intsw_cleanup
+}
+trap cleanup EXIT
+intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
+install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+ulimit -n 1048576
+
+# Two senders (hpcc-s1, hpcc-s2) into one switch port toward the receiver.
+intsw_topo_fanin 2 rate_mbit=1000 rtt_us=1000 || { ktap_fail "topology"; ktap_finish; }
+for ns in hpcc-s1 hpcc-s2; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
+done
+ip netns exec hpcc-rcv sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535 \
+	net.ipv4.tcp_syncookies=0
+
+start_echo() { # start_echo PORT: an echo server in hpcc-rcv
+	ip netns exec hpcc-rcv python3 "$MANY" echo "$1" >"$OUT/echo.$1.log" 2>&1 &
+	wait_listening hpcc-rcv "sport = :$1" 1
+}
+
+slab() { # slab FIELD: active_objs, objsize or bytes (slabs * pages * 4 KiB)
+	awk -v f="$1" '$1 == "hpcc_flow" {
+		if (f == "active_objs") print $2; else if (f == "objsize") print $4;
+		else print $15 * $6 * 4096 }' /proc/slabinfo
+}
+
+# --- 1-5: N connections from one address to one port -------------------------
+start_echo $PORT
+ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 \
+	>"$OUT/many.json" 2>"$OUT/many.err" &
+many=$!
+# While they are held open: the slab and the counters.
+peak=0
+while kill -0 $many 2>/dev/null; do
+	a=$(slab active_objs); [ "${a:-0}" -gt "$peak" ] && { peak=$a; slab bytes >"$OUT/slab_bytes"; }
+	sleep 2
+done
+wait $many
+res=$(cat "$OUT/many.json")
+started=$(hpcc_stat flows_started hpcc-s1)
+with=$(hpcc_stat flows_with_telemetry hpcc-s1)
+refused=$(( $(hpcc_stat flows_without_state hpcc-s1) + $(hpcc_stat flows_over_netns_limit hpcc-s1) +
+	$(hpcc_stat flows_churn_deferred hpcc-s1) ))
+ktap_info "$N connections: $res"
+ktap_info "flow state: started $started, with telemetry $with, refused $refused"
+t_connect() {
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); n=int(sys.argv[2]);
+sys.exit(0 if r["connected"] == n and r["echoed"] == n else 1)' "$OUT/many.json" "$N"
+}
+ktap_check "all_${N}_connections_up_and_echoed" t_connect
+t_state() { [ "$started" -ge "$N" ] && [ "$refused" -eq 0 ]; }
+ktap_check "every_connection_got_flow_state" t_state
+t_telemetry() { [ "$started" -gt 0 ] && [ $((with * 1000 / started)) -gt 990 ]; }
+ktap_check "over_99pct_applied_a_response" t_telemetry
+bytes=$(cat "$OUT/slab_bytes" 2>/dev/null || echo 0)
+ktap_info "hpcc_flow slab at peak: $peak objects of $(slab objsize) B, $bytes B in slabs ($((bytes / (peak > 0 ? peak : 1))) B per flow)"
+t_mem() { [ "$peak" -ge "$N" ]; }
+ktap_check "slab_holds_one_object_per_flow" t_mem
+t_freed() {
+	local i
+	for i in $(seq 1 60); do
+		[ "$(hpcc_stat flows hpcc-s1)" -eq 0 ] && return 0
+		sleep 1
+	done
+	echo "flows still allocated: $(hpcc_stat flows hpcc-s1), pending free $(hpcc_stat flows_pending_free hpcc-s1)"
+	return 1
+}
+ktap_check "flow_state_freed_after_close" t_freed
+
+# --- 6: a per-netns limit isolates namespaces ----------------------------------
+LIMIT=1000
+t_isolation() {
+	echo $LIMIT >"$P/max_flows_per_netns" || return 1
+	ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=hpcc || return 1
+	start_echo $((PORT + 1)) || return 1
+	local srv0 lim0 vic0 vic1
+	lim0=$(hpcc_stat flows_over_netns_limit hpcc-rcv)
+	vic0=$(hpcc_stat flows_with_telemetry hpcc-s1)
+	# The remote peer: 2 x LIMIT cubic connections, each answered by an
+	# hpcc server socket in hpcc-rcv (the echo is data: flow state).
+	ip netns exec hpcc-s2 python3 "$MANY" many 10.0.2.1 $((PORT + 1)) $((2 * LIMIT)) \
+		--cc cubic --rounds 3 --hold 30 >"$OUT/peer.json" 2>&1 &
+	local peer=$! i
+	for i in $(seq 1 120); do
+		[ "$(hpcc_stat flows hpcc-rcv)" -ge $LIMIT ] && break
+		sleep 1
+	done
+	# Meanwhile, in another netns: 200 hpcc connections.
+	ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT 200 --rounds 3 >"$OUT/victim.json" 2>&1
+	vic1=$(hpcc_stat flows_with_telemetry hpcc-s1)
+	wait $peer
+	local over=$(( $(hpcc_stat flows_over_netns_limit hpcc-rcv) - lim0 ))
+	echo "server netns: flows over the limit $over; other netns: $((vic1 - vic0)) of 200 flows with telemetry; $(cat "$OUT/victim.json")"
+	ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
+	echo 0 >"$P/max_flows_per_netns"
+	[ "$over" -ge $LIMIT ] && [ $((vic1 - vic0)) -ge 198 ]
+}
+t_isolation >"$OUT/isolation.txt" 2>&1; rc=$?
+ktap_info_lines <"$OUT/isolation.txt"
+if [ $rc -eq 0 ]; then ktap_pass "netns_limit_isolates_namespaces"; else ktap_fail "netns_limit_isolates_namespaces"; fi
+
+ktap_finish
