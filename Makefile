@@ -7,13 +7,15 @@
 #   make check      set up the host if needed, run every test (host + VM)
 #   make bench      hpcc vs dctcp, cubic and bbr on the emulated bottleneck, with plots
 #   make closed-loop  the closed-loop HPCC++ acceptance test in the VM
+#   make stress     the stress run on a debug kernel (KASAN, lockdep, kmemleak, ...)
+#   make scale      50,000 concurrent hpcc connections in the VM
 #
 # KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
 
-.PHONY: all modules clean setup kernel run check bench closed-loop
+.PHONY: all modules clean setup kernel run check bench closed-loop stress scale
 
 all: modules
 
@@ -46,3 +48,13 @@ bench:
 # of `make check` (about 24 min), see README.
 closed-loop:
 	HPCC_VM_ICOUNT=$${HPCC_VM_ICOUNT:-1} HPCC_TESTS=hpcc_closed_loop.sh $(ROOT)/selftests/run-all.sh
+
+# The debug-kernel stress run (selftests/hpcc_stress.sh, vm/stress.sh): its
+# own cached kernel, at least 10 min in the VM; not part of `make check`.
+stress:
+	$(ROOT)/vm/stress.sh
+
+# The flow table at 50,000 concurrent connections (selftests/hpcc_scale.sh;
+# `make check` runs it with 5,000).
+scale:
+	HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/selftests/run-all.sh

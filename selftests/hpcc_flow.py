@@ -41,6 +41,12 @@
   hpcc_flow.py reuse DST PORT SPORT SECONDS [--cc ALGO]
         a connection reset by the peer (serve --rst) and kept open, then a
         new one on the same 4-tuple sending for SECONDS
+  hpcc_flow.py storm SECONDS COUNT --src A --dst A [--probe-dscp 11] [--dscp 15]
+        a hostile storm: up to COUNT packets in SECONDS from a raw socket,
+        round-robin over precomputed variants: every malformed response and
+        probe the parser knows (truncated, bad magic, version, type, length,
+        too many hops, random bytes), well-formed responses and probes for
+        4-tuples with no flow or socket, in both DSCPs; prints {"sent"}
   hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
         send COUNT forged responses of one KIND from this netns (raw socket;
         IPv6 if the addresses are):
@@ -270,6 +276,43 @@ def inject(argv):
     print(json.dumps({"kind": kind, "sent": count}))
 
 
+def storm(argv):
+    secs, count = float(argv[0]), int(argv[1])
+    o = dict(zip(argv[2::2], argv[3::2]))
+    src, dst = o["--src"], o["--dst"]
+    pd, rd = int(o.get("--probe-dscp", "11")), int(o.get("--dscp", "15"))
+    variants = []
+    for i in range(64):
+        nonce = int.from_bytes(os.urandom(4), "big")
+        h = hop(12, i * 1000, i * 100, i)
+        good = response(nonce, i, 1, h)
+        probe = struct.pack("!IBBHII", MAGIC, VERSION, 1, PAYLOAD, nonce, i) + good[16:]
+        for dscp, pl in [
+            (rd, good),                                   # no flow / bad nonce
+            (rd, good[:16 + INT_HDR + 3]),                # truncated
+            (rd, response(nonce, i, 15)),                 # too many hops
+            (rd, response(nonce, i, 5, h * 5)),           # over max_hops
+            (rd, os.urandom(PAYLOAD)),                    # random: bad magic
+            (rd, good[:4] + b"\x09" + good[5:]),          # bad version
+            (rd, good[:5] + b"\x07" + good[6:]),          # bad type
+            (rd, good[:6] + b"\x00\x03" + good[8:]),      # bad length
+            (rd, os.urandom(i % 40)),                     # short random
+            (pd, probe),                                  # probe, no socket
+            (pd, probe[:20]),                             # truncated probe
+            (pd, os.urandom(PAYLOAD)),                    # random probe
+        ]:
+            variants.append(packet(src, dst, 1024 + i * 7, 5201 + i, dscp, pl))
+    s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
+    sent, end, n = 0, time.monotonic() + secs, len(variants)
+    while sent < count and (sent % 1024 or time.monotonic() < end):
+        try:
+            s.sendto(variants[sent % n], (dst, 0))
+        except OSError:
+            pass
+        sent += 1
+    print(json.dumps({"sent": sent}))
+
+
 def frames(dev, secs):
     """Ethernet frames received on DEV (this netns) for SECS seconds."""
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
@@ -419,5 +462,5 @@ def reuse(argv):
 
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"serve": serve, "send": send, "fct": fct, "inject": inject, "hostile": hostile, "labels": labels,
+    {"serve": serve, "send": send, "fct": fct, "inject": inject, "storm": storm, "hostile": hostile, "labels": labels,
      "reuse": reuse}.get(cmd, lambda a: sys.exit(__doc__))(sys.argv[2:])

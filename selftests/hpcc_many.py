@@ -14,6 +14,13 @@ stress tests of tcp_hpcc (one event loop, epoll via selectors).
   hpcc_many.py churn DST PORT N [--bytes B] [--cc ALGO] [--parallel P]
         N short connections, P at a time: connect, write B bytes, read the
         echo, close; prints {"done", "failed", "secs"}
+  hpcc_many.py toggle DST PORT DROP_PORT SECONDS
+        for SECONDS, switch congestion control hpcc <-> cubic with
+        setsockopt(TCP_CONGESTION) on sockets in every TCP state: a
+        listener, SYN_SENT (a connect to DROP_PORT, whose SYNs the peer
+        drops), ESTABLISHED with data in flight (to the echo server at
+        DST PORT), FIN_WAIT (after shutdown), an accepted child and a
+        CLOSE_WAIT socket (a local pair); prints {"toggles", "errors"}
 """
 import argparse
 import errno
@@ -199,6 +206,79 @@ def churn(a):
     print(json.dumps({"done": done, "failed": failed, "secs": round(time.monotonic() - t0, 1)}))
 
 
+ALGOS = [b"hpcc", b"cubic"]
+
+
+def flip(s, n):
+    """Switches `s` n times; returns (switches, errors)."""
+    ok = err = 0
+    for i in range(n):
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, ALGOS[i % 2])
+            ok += 1
+        except OSError:
+            err += 1
+    return ok, err
+
+
+def toggle(a):
+    end = time.monotonic() + a.secs
+    tot = errs = 0
+
+    def f(s, n):
+        nonlocal tot, errs
+        o, e = flip(s, n)
+        tot += o
+        errs += e
+
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(128)
+    while time.monotonic() < end:
+        f(ls, 4)                                        # listener
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((a.dst, a.drop_port))              # SYN_SENT
+        f(s, 8)
+        s.close()
+        try:
+            c = socket.create_connection((a.dst, a.port), timeout=10)
+        except OSError:
+            errs += 1
+            continue
+        try:
+            for i in range(8):                          # ESTABLISHED, data in flight
+                f(c, 1)
+                c.sendall(b"x" * 4000)
+            got = 0
+            while got < 32000:
+                d = c.recv(65536)
+                if not d:
+                    break
+                got += len(d)
+            c.shutdown(socket.SHUT_WR)                  # FIN_WAIT
+            f(c, 8)
+        except OSError:
+            errs += 1
+        c.close()
+        p = socket.create_connection(ls.getsockname())
+        ch, _ = ls.accept()                             # accepted child
+        f(ch, 4)
+        ch.sendall(b"y" * 2000)
+        f(ch, 4)
+        p.recv(65536)
+        p.close()
+        time.sleep(0.01)                                # ch in CLOSE_WAIT
+        f(ch, 4)
+        try:
+            ch.sendall(b"z" * 1000)
+        except OSError:
+            pass
+        f(ch, 4)
+        ch.close()
+    print(json.dumps({"toggles": tot, "errors": errs}))
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -216,8 +296,13 @@ def main():
     sub.choices["many"].add_argument("--batch", type=int, default=512)
     sub.choices["many"].add_argument("--hold", type=float, default=0)
     sub.choices["churn"].add_argument("--parallel", type=int, default=32)
+    t = sub.add_parser("toggle")
+    t.add_argument("dst")
+    t.add_argument("port", type=int)
+    t.add_argument("drop_port", type=int)
+    t.add_argument("secs", type=float)
     a = p.parse_args()
-    {"echo": echo, "many": many, "churn": churn}[a.cmd](a)
+    {"echo": echo, "many": many, "churn": churn, "toggle": toggle}[a.cmd](a)
 
 
 if __name__ == "__main__":

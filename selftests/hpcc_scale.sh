@@ -4,7 +4,7 @@
 # kselftest: tcp_hpcc's flow table at scale. Through the INT switch
 # emulator (one sender, one switch, one receiver):
 #
-#  1. HPCC_SCALE_FLOWS (default 50,000) concurrent hpcc connections from
+#  1. HPCC_SCALE_FLOWS (default 5,000; `make scale`: 50,000) concurrent hpcc connections from
 #     one sender address to one server port (they differ only in the local
 #     port, the case the old table placed in one 16-slot neighbourhood) all
 #     connect and exchange three echoed rounds;
@@ -12,6 +12,10 @@
 #  3. more than 99% of those that sent data applied at least one response;
 #  4. memory per flow: the hpcc_flow slab while they are open (reported);
 #  5. all flow state is freed once they close;
+#     and, reported: the cost of a table lookup on the response path
+#     (hpcc_flow_lookup) at 1, 1,000 and N flows, timed by perf from kprobe
+#     entry/return events, next to an empty shim function timed the same
+#     way (the probes' own cost);
 #  6. with max_flows_per_netns, a remote peer opening connections to a
 #     server that uses hpcc fills only the server's netns: the server's
 #     flows beyond the limit run the fallback (counted), while another
@@ -24,14 +28,14 @@ set -u
 . "$(dirname "$0")/int_switch.sh"
 
 MANY=$HPCC_ROOT/selftests/hpcc_many.py
-N=${HPCC_SCALE_FLOWS:-50000}
+N=${HPCC_SCALE_FLOWS:-5000}
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_scale
 P=/sys/module/tcp_hpcc/parameters
 PORT=7000
 
 require_root_and_vm
-require_tools ip tc python3 modprobe
+require_tools ip tc python3 modprobe perf
 
 ktap_header 6
 mkdir -p "$OUT"
@@ -64,11 +68,61 @@ slab() { # slab FIELD: active_objs, objsize or bytes (slabs * pages * 4 KiB)
 		else print $15 * $6 * 4096 }' /proc/slabinfo
 }
 
+# cost_start / cost_stop NAME: perf records kprobe entry and return of
+# hpcc_flow_lookup (the table lookup of every response) and of
+# hpcc_sock_net (an empty shim function: what the probes themselves cost);
+# cost_stop prints "NAME: lookup MEAN ns (CALLS calls), empty function MEAN ns".
+cost_start() {
+	hpcc_tracefs
+	local f
+	for f in hpcc_flow_lookup hpcc_sock_net; do
+		echo "p:hpcc_cost/${f}_in $f" >>$HPCC_TR/kprobe_events || return 1
+		echo "r:hpcc_cost/${f}_out $f" >>$HPCC_TR/kprobe_events || return 1
+	done
+	perf record -q -a -o "$OUT/perf.data" -e 'hpcc_cost:*' >/dev/null 2>&1 &
+	COST_PID=$!
+	sleep 2
+}
+cost_stop() {
+	kill -INT $COST_PID; wait $COST_PID
+	perf script -i "$OUT/perf.data" -F cpu,time,event --ns 2>/dev/null | python3 -c '
+import sys, collections
+start, d = {}, collections.defaultdict(list)
+for line in sys.stdin:
+    p = line.split()
+    if len(p) < 3:
+        continue
+    cpu, t, ev = p[0], float(p[1].rstrip(":")), p[2].rstrip(":").split(":")[-1]
+    fn, io = ev.rsplit("_", 1)
+    if io == "in":
+        start[(cpu, fn)] = t
+    elif (cpu, fn) in start:
+        d[fn].append((t - start.pop((cpu, fn))) * 1e9)
+m = lambda v: sum(v) / len(v) if v else 0
+lk, e = d["hpcc_flow_lookup"], d["hpcc_sock_net"]
+print(f"{sys.argv[1]}: lookup {m(lk):.0f} ns ({len(lk)} calls), empty function {m(e):.0f} ns")
+' "$1"
+	local f
+	for f in hpcc_flow_lookup hpcc_sock_net; do
+		echo "-:hpcc_cost/${f}_in" >>$HPCC_TR/kprobe_events
+		echo "-:hpcc_cost/${f}_out" >>$HPCC_TR/kprobe_events
+	done
+}
+
 # --- 1-5: N connections from one address to one port -------------------------
 start_echo $PORT
+: >"$OUT/cost.txt"
+for n in 1 1000; do
+	cost_start && ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT $n \
+		--rounds $((n == 1 ? 200 : 3)) >/dev/null 2>&1 && cost_stop "$n flows" >>"$OUT/cost.txt"
+done
 ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 \
 	>"$OUT/many.json" 2>"$OUT/many.err" &
 many=$!
+# Time lookups once all N are open (the first round's echoes).
+( for i in $(seq 1 600); do [ "$(hpcc_stat flows hpcc-s1)" -ge "$N" ] && break; sleep 1; done
+  cost_start && sleep 30 && cost_stop "$N flows" >>"$OUT/cost.txt" ) &
+costjob=$!
 # While they are held open: the slab and the counters.
 peak=0
 while kill -0 $many 2>/dev/null; do
@@ -76,6 +130,8 @@ while kill -0 $many 2>/dev/null; do
 	sleep 2
 done
 wait $many
+wait $costjob
+ktap_info_lines <"$OUT/cost.txt"
 res=$(cat "$OUT/many.json")
 started=$(hpcc_stat flows_started hpcc-s1)
 with=$(hpcc_stat flows_with_telemetry hpcc-s1)

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kselftest: tcp_hpcc under stress, meant for the debug kernel (`make
+# stress`: KASAN, kmemleak, lockdep with PROVE_RCU, debug objects,
+# DEBUG_NET, refcount trackers, failslab, Rust overflow checks, booted with
+# panic_on_warn). For at least HPCC_STRESS_SECS (default 600) s, at once:
+#
+#  - HPCC_STRESS_CONNS (default 20,000) short hpcc connections opened and
+#    closed through the INT switch emulator;
+#  - congestion control switched hpcc <-> cubic with setsockopt in every
+#    TCP state (listener, SYN_SENT, ESTABLISHED, FIN_WAIT, an accepted
+#    child, CLOSE_WAIT);
+#  - a storm of >= HPCC_STRESS_HOSTILE (default 10^6) hostile probes and
+#    responses toward both the sender and the receiver (every malformed
+#    variant the parser knows, random bytes, well-formed ones for 4-tuples
+#    with no flow or socket);
+#  - module parameters written (valid and invalid values) while flows run;
+#  - network namespaces deleted while their hpcc flows are live;
+#  - failslab on the module's slab cache (hpcc_flow) for the middle third.
+#
+# Then, 10 times: rmmod as soon as the last hpcc socket is gone, and load
+# again. Last a kmemleak scan, and the kernel log's splats (WARN, BUG,
+# KASAN, lockdep, RCU, debug-objects reports and leaks) are counted:
+# "splats: N".
+#
+# KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
+
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/int_switch.sh"
+
+MANY=$HPCC_ROOT/selftests/hpcc_many.py
+FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+SECS=${HPCC_STRESS_SECS:-600}
+CONNS=${HPCC_STRESS_CONNS:-20000}
+HOSTILE=${HPCC_STRESS_HOSTILE:-1000000}
+RESULTS=${HPCC_RESULTS:-/tmp}
+OUT=$RESULTS/hpcc_stress
+P=/sys/module/tcp_hpcc/parameters
+DBG=/sys/kernel/debug
+PORT=7000        # echo server, cubic
+HPORT=7001       # echo server, hpcc (server sockets get flow state too)
+DROP=7999        # SYNs to this port are dropped: SYN_SENT
+
+require_root_and_vm
+require_tools ip tc python3 modprobe rmmod nft
+
+ktap_header 10
+mkdir -p "$OUT"
+mountpoint -q $DBG || mount -t debugfs none $DBG
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	pkill -f hpcc_many.py 2>/dev/null
+	pkill -f hpcc_flow.py 2>/dev/null
+	[ -w $DBG/failslab/probability ] && echo 0 >$DBG/failslab/probability
+	ip netns del hpcc-x1 2>/dev/null
+	ip netns del hpcc-x2 2>/dev/null
+	intsw_cleanup
+}
+trap cleanup EXIT
+dmesg -c >/dev/null 2>&1 || true
+start=$(date +%s)
+intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
+install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+ulimit -n 1048576
+intsw_topo_fanin 2 rate_mbit=1000 rtt_us=1000 || { ktap_fail "topology"; ktap_finish; }
+for ns in hpcc-s1 hpcc-s2; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
+done
+ip netns exec hpcc-rcv sysctl -qw net.core.somaxconn=4096
+ip netns exec hpcc-rcv nft -f - <<NFT || { ktap_fail "drop_rule"; ktap_finish; }
+table inet hpcc_stress { chain in { type filter hook input priority 0; tcp dport $DROP drop; } }
+NFT
+ip netns exec hpcc-rcv python3 "$MANY" echo $PORT >"$OUT/echo.log" 2>&1 &
+pids+=($!)
+ip netns exec hpcc-rcv sh -c "sysctl -qw net.ipv4.tcp_congestion_control=hpcc &&
+	exec python3 $MANY echo $HPORT" >"$OUT/echo-hpcc.log" 2>&1 &
+pids+=($!)
+wait_listening hpcc-rcv "sport = :$PORT" 1 && wait_listening hpcc-rcv "sport = :$HPORT" 1 ||
+	{ ktap_fail "echo_servers"; ktap_finish; }
+
+end=$((start + SECS))
+left() { echo $((end - $(date +%s))); }
+
+# --- the load, all at once -----------------------------------------------------
+# Churn: CONNS short connections, half to each server.
+( ip netns exec hpcc-s1 python3 "$MANY" churn 10.0.2.1 $PORT $((CONNS / 2)) --parallel 64 --bytes 2000
+  ip netns exec hpcc-s1 python3 "$MANY" churn 10.0.2.1 $HPORT $((CONNS - CONNS / 2)) --parallel 64 --bytes 2000
+) >"$OUT/churn.json" 2>"$OUT/churn.err" &
+churn=$!
+# Toggling in every state, until the end.
+ip netns exec hpcc-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP "$(left)" >"$OUT/toggle.json" 2>"$OUT/toggle.err" &
+toggle=$!
+# The storm: toward the receiver (probes and responses) and the sender.
+ip netns exec hpcc-s2 python3 "$FLOW" storm "$(left)" $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
+	>"$OUT/storm-rcv.json" 2>&1 &
+storm1=$!
+ip netns exec hpcc-s2 python3 "$FLOW" storm "$(left)" $((HOSTILE - HOSTILE / 2)) --src 10.1.2.1 --dst 10.1.1.1 \
+	>"$OUT/storm-snd.json" 2>&1 &
+storm2=$!
+# Parameters: valid and invalid values, restored at the end.
+params_loop() {
+	local writes=0 refused=0 k v
+	local -A saved
+	for k in eta_ppm probe_interval_us base_rtt_us telemetry max_flows_per_netns max_stage \
+		pace_srtt_cap_pct window_validation init_window_bytes; do saved[$k]=$(cat "$P/$k"); done
+	while [ "$(left)" -gt 0 ]; do
+		for kv in eta_ppm=900000 eta_ppm=0 eta_ppm=950000 probe_interval_us=500 probe_interval_us=2000000 \
+			probe_interval_us=0 base_rtt_us=3000 base_rtt_us=0 telemetry=0 telemetry=7 telemetry=1 \
+			max_flows_per_netns=50 max_flows_per_netns=4294967295 max_flows_per_netns=0 max_stage=0 \
+			max_stage=5 pace_srtt_cap_pct=50 pace_srtt_cap_pct=150 window_validation=0 \
+			window_validation=1 init_window_bytes=0 init_window_bytes=200000 init_window_bytes=65536; do
+			k=${kv%%=*} v=${kv#*=}
+			writes=$((writes + 1))
+			echo "$v" >"$P/$k" 2>/dev/null || refused=$((refused + 1))
+			sleep 0.2
+		done
+	done
+	for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$P/$k"; done
+	echo "$writes $refused"
+}
+params_loop >"$OUT/params.txt" 2>&1 &
+params=$!
+# Network namespaces deleted under live hpcc flows.
+netns_loop() {
+	local cycles=0 p1 p2
+	while [ "$(left)" -gt 20 ]; do
+		ip netns add hpcc-x1 && ip netns add hpcc-x2 || break
+		ip link add x1 netns hpcc-x1 type veth peer name x2 netns hpcc-x2
+		ip -n hpcc-x1 addr add 10.9.0.1/24 dev x1 && ip -n hpcc-x1 link set x1 up
+		ip -n hpcc-x2 addr add 10.9.0.2/24 dev x2 && ip -n hpcc-x2 link set x2 up
+		ip netns exec hpcc-x2 python3 "$FLOW" serve 7100 --quiet >/dev/null 2>&1 &
+		p2=$!
+		wait_listening hpcc-x2 "sport = :7100" 1
+		ip netns exec hpcc-x1 python3 "$FLOW" send 10.9.0.2 7100 30 --cc hpcc >/dev/null 2>&1 &
+		p1=$!
+		sleep 3
+		# The namespaces go while the flow runs: its sockets die with them.
+		kill -9 $p1 $p2 2>/dev/null
+		ip netns del hpcc-x1
+		ip netns del hpcc-x2
+		wait $p1 $p2 2>/dev/null
+		cycles=$((cycles + 1))
+	done
+	echo $cycles
+}
+netns_loop >"$OUT/netns.txt" 2>&1 &
+netns=$!
+# failslab on hpcc_flow for the middle third.
+fs0=$(hpcc_stat flows_without_state)
+sleep $((SECS / 3))
+fail_on=0
+if [ -w /sys/kernel/slab/hpcc_flow/failslab ] && [ -d $DBG/failslab ]; then
+	echo 1 >/sys/kernel/slab/hpcc_flow/failslab
+	echo Y >$DBG/failslab/cache-filter
+	echo 30 >$DBG/failslab/probability
+	echo 1 >$DBG/failslab/interval
+	echo -1 >$DBG/failslab/times
+	echo 0 >$DBG/failslab/verbose
+	fail_on=1
+	sleep $((SECS / 3))
+	echo 0 >$DBG/failslab/probability
+	echo 0 >/sys/kernel/slab/hpcc_flow/failslab
+fi
+fs1=$(hpcc_stat flows_without_state)
+wait $churn $toggle $storm1 $storm2 $params $netns
+ktap_info "ran $(( $(date +%s) - start )) s"
+
+# --- results -------------------------------------------------------------------------
+t_churn() {
+	cat "$OUT/churn.json" "$OUT/churn.err"
+	python3 -c 'import json,sys
+rs=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+n=int(sys.argv[2]); done=sum(r["done"] for r in rs); failed=sum(r["failed"] for r in rs)
+sys.exit(0 if done == n and failed == 0 else 1)' "$OUT/churn.json" "$CONNS"
+}
+ktap_info "churn: $(tr '\n' ' ' <"$OUT/churn.json")"
+ktap_check "${CONNS}_short_connections" t_churn
+ktap_info "toggles: $(cat "$OUT/toggle.json")"
+t_toggle() { cat "$OUT/toggle.json" "$OUT/toggle.err"; grep -q '"toggles": [1-9]' "$OUT/toggle.json"; }
+ktap_check "cc_switched_in_every_state" t_toggle
+sent=$(cat "$OUT/storm-rcv.json" "$OUT/storm-snd.json" | python3 -c 'import json,sys; print(sum(json.loads(l)["sent"] for l in sys.stdin if l.strip()))' 2>/dev/null || echo 0)
+ktap_info "hostile packets sent: $sent"
+t_storm() { [ "$sent" -ge "$HOSTILE" ]; }
+ktap_check "hostile_storm_sent" t_storm
+ktap_info "parameter writes, refused: $(cat "$OUT/params.txt")"
+t_params() { read -r w r <"$OUT/params.txt" && [ "$w" -gt 0 ] && [ "$r" -gt 0 ]; }
+ktap_check "params_written_while_running" t_params
+ktap_info "netns deleted under live flows: $(cat "$OUT/netns.txt") times"
+t_netns() { [ "$(cat "$OUT/netns.txt")" -gt 0 ]; }
+ktap_check "netns_deleted_with_live_flows" t_netns
+ktap_info "failslab: flows without state $fs0 -> $fs1"
+t_failslab() { [ "$fail_on" -eq 1 ] && [ "$fs1" -gt "$fs0" ]; }
+ktap_check "failslab_refusals_fall_back" t_failslab
+
+# --- rmmod as soon as the last socket is gone, 10 times --------------------------
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+pkill -f hpcc_many.py 2>/dev/null
+wait 2>/dev/null
+ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
+t_reload() {
+	local i t ok=0
+	for i in $(seq 1 10); do
+		modprobe tcp_hpcc || return 1
+		ip netns exec hpcc-rcv python3 "$FLOW" serve 7200 --once --quiet >/dev/null 2>&1 &
+		wait_listening hpcc-rcv "sport = :7200" 1 || return 1
+		ip netns exec hpcc-s1 python3 "$FLOW" send 10.0.2.1 7200 1 --cc hpcc >/dev/null || return 1
+		wait
+		for t in $(seq 1 1000); do
+			rmmod tcp_hpcc 2>/dev/null && { ok=$((ok + 1)); break; }
+			sleep 0.05
+		done
+	done
+	echo "reloads: $ok of 10"
+	[ $ok -eq 10 ] && modprobe tcp_hpcc
+}
+ktap_check "rmmod_and_reload_10_times" t_reload
+
+# --- leaks and splats ------------------------------------------------------------
+leaks=0
+if [ -w $DBG/kmemleak ]; then
+	echo scan >$DBG/kmemleak; sleep 5; echo scan >$DBG/kmemleak
+	leaks=$(grep -c "unreferenced object" $DBG/kmemleak)
+	cp $DBG/kmemleak "$OUT/kmemleak.txt"
+fi
+ktap_info "kmemleak: $leaks unreferenced objects"
+t_leaks() { [ -w $DBG/kmemleak ] && [ "$leaks" -eq 0 ]; }
+ktap_check "kmemleak_clean" t_leaks
+dmesg >"$OUT/dmesg.txt"
+splats=$(grep -cE 'WARNING:|BUG:|KASAN|UBSAN|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|ODEBUG:|refcount_t:|leaked reference|Kernel panic|rust_panic|panicked at' "$OUT/dmesg.txt")
+splats=$((splats + leaks))
+echo "splats: $splats"
+t_splats() { [ "$splats" -eq 0 ] || grep -E 'WARNING:|BUG:|KASAN|locking|lock state|RCU usage|ODEBUG|refcount|leaked|panic' "$OUT/dmesg.txt" | head -20; [ "$splats" -eq 0 ]; }
+ktap_check "no_splats" t_splats
+ktap_info "total $(( $(date +%s) - start )) s"
+ktap_finish

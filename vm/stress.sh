@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make stress`: tcp_hpcc on the debug kernel (vm/build-debug-kernel.sh:
+# KASAN, kmemleak, lockdep with PROVE_RCU, debug objects, DEBUG_NET, the
+# netdev/netns refcount trackers, failslab, Rust overflow checks), booted
+# with panic_on_warn, running selftests/hpcc_stress.sh (at least 10 min).
+# From a fresh machine: host set-up, the debug kernel (cached like the test
+# kernel), the module built against it outside the work tree. Ends with
+# "splats: N" (from the test) and "N passed, N failed, N skipped".
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+results=${HPCC_RESULTS_DIR:-$root/results/stress}
+cache=${HPCC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tcp_hpcc}
+t0=$(date +%s)
+rm -rf "$results"
+mkdir -p "$results"
+
+summary() { # summary PASSED FAILED SKIPPED
+	echo "stress: $(( $(date +%s) - t0 )) s in all (kernel build included)"
+	echo "$1 passed, $2 failed, $3 skipped"
+	[ "$2" -eq 0 ]
+	exit $?
+}
+
+"$root/vm/setup-host.sh" || summary 0 1 0
+kdir=$("$root/vm/build-debug-kernel.sh" | tail -n1) || summary 0 1 0
+echo "debug kernel ready after $(( $(date +%s) - t0 )) s: $kdir"
+
+# The module for the debug kernel, built from a copy of the sources so the
+# work tree's build (for the test kernel) stays as it is.
+build=$cache/stress-module
+rm -rf "$build"
+mkdir -p "$build"
+(cd "$root" && cp -r Kbuild include probe_tx "$build"/ && mkdir -p "$build/rust" &&
+	cp -r rust/*.rs rust/*.c rust/hpcc_core "$build/rust/")
+make -C "$kdir" M="$build" LLVM=1 modules >"$results/module-build.log" 2>&1 ||
+	{ tail -20 "$results/module-build.log"; summary 0 1 0; }
+make -C "$root/selftests" >/dev/null || summary 0 1 0
+
+HPCC_VM_MEM=${HPCC_VM_MEM:-3G} HPCC_VM_TIMEOUT=${HPCC_VM_TIMEOUT:-5400} \
+HPCC_VM_APPEND="panic_on_warn=1 kmemleak=on log_buf_len=16M" \
+	"$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_TESTS=hpcc_stress.sh \
+	HPCC_KO="$build/tcp_hpcc.ko" "$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
+k=$results/hpcc_stress.ktap
+if [ ! -f "$k" ] || ! grep -q '^# totals:' "$k"; then
+	echo "hpcc_stress.sh did not finish (a panic_on_warn splat ends the VM); see $results/vm.log"
+	summary 0 1 0
+fi
+summary "$(grep -c '^ok [0-9]* [^#]*$' "$k")" "$(grep -c '^not ok ' "$k")" "$(grep -c '^ok [0-9]* .*# SKIP' "$k")"
