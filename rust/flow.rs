@@ -362,8 +362,10 @@ unsafe extern "C" fn hpcc_flow_free_rcu(head: *mut bindings::callback_head) {
         core::ptr::drop_in_place(obj);
         bindings::hpcc_flow_free(obj.cast());
     }
-    st.pending_free.fetch_sub(1, Release);
     st.flows.fetch_sub(1, Relaxed);
+    // Last touch of `st`: once `pending_free` reads 0, pernet exit may let
+    // the netns core free it.
+    st.pending_free.fetch_sub(1, Release);
 }
 
 /// The flow table (see the module documentation).

@@ -49,13 +49,7 @@ intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
 install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
 ulimit -n 1048576
 
-# Two senders (hpcc-s1, hpcc-s2) into one switch port toward the receiver.
-intsw_topo_fanin 2 rate_mbit=1000 rtt_us=1000 || { ktap_fail "topology"; ktap_finish; }
-for ns in hpcc-s1 hpcc-s2; do
-	ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" net.ipv4.tcp_tw_reuse=1
-done
-ip netns exec hpcc-rcv sysctl -qw net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535 \
-	net.ipv4.tcp_syncookies=0
+intsw_topo_many || { ktap_fail "topology"; ktap_finish; }
 
 start_echo() { # start_echo PORT: an echo server in hpcc-rcv
 	ip netns exec hpcc-rcv python3 "$MANY" echo "$1" >"$OUT/echo.$1.log" 2>&1 &

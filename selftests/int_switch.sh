@@ -420,6 +420,22 @@ intsw_topo_fanin() { # (b) N senders into one bottleneck
 	INTSW_BOTTLENECK=hpcc-sw1/rcv
 }
 
+# intsw_topo_many: two senders (hpcc-s1 10.1.1.1, hpcc-s2 10.1.2.1) into one
+# 1 Gbit/s switch port toward the receiver (10.0.2.1), 1 ms base RTT, set
+# up for tens of thousands of connections: the whole ephemeral port range
+# and TIME_WAIT reuse on the senders, deep accept queues and no SYN
+# cookies on the receiver.
+intsw_topo_many() {
+	intsw_topo_fanin 2 rate_mbit=1000 rtt_us=1000 || return 1
+	local ns
+	for ns in hpcc-s1 hpcc-s2; do
+		ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" \
+			net.ipv4.tcp_tw_reuse=1 || return 1
+	done
+	ip netns exec hpcc-rcv sysctl -qw net.core.somaxconn=65535 \
+		net.ipv4.tcp_max_syn_backlog=65535 net.ipv4.tcp_syncookies=0
+}
+
 intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
 	local n=$1 rate rtt bdp buffer ecn_k tso rate1
 	shift
