@@ -14,17 +14,19 @@ stress tests of tcp_hpcc (one event loop, epoll via selectors).
   hpcc_many.py churn DST PORT N [--bytes B] [--cc ALGO] [--parallel P]
         N short connections, P at a time: connect, write B bytes, read the
         echo, close; prints {"done", "failed", "secs"}
-  hpcc_many.py toggle DST PORT DROP_PORT SECONDS
+  hpcc_many.py toggle DST PORT DROP_PORT SECONDS [--stop FILE]
         for SECONDS, switch congestion control hpcc <-> cubic with
         setsockopt(TCP_CONGESTION) on sockets in every TCP state: a
         listener, SYN_SENT (a connect to DROP_PORT, whose SYNs the peer
         drops), ESTABLISHED with data in flight (to the echo server at
         DST PORT), FIN_WAIT (after shutdown), an accepted child and a
-        CLOSE_WAIT socket (a local pair); prints {"toggles", "errors"}
+        CLOSE_WAIT socket (a local pair); prints {"toggles", "errors"};
+        --stop: also stop once FILE exists
 """
 import argparse
 import errno
 import json
+import os
 import selectors
 import socket
 import sys
@@ -234,7 +236,7 @@ def toggle(a):
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(128)
-    while time.monotonic() < end:
+    while time.monotonic() < end and not (a.stop and os.path.exists(a.stop)):
         f(ls, 4)                                        # listener
         s = socket.socket()
         s.setblocking(False)
@@ -301,6 +303,7 @@ def main():
     t.add_argument("port", type=int)
     t.add_argument("drop_port", type=int)
     t.add_argument("secs", type=float)
+    t.add_argument("--stop")
     a = p.parse_args()
     {"echo": echo, "many": many, "churn": churn, "toggle": toggle}[a.cmd](a)
 

@@ -4,7 +4,8 @@
 # kselftest: tcp_hpcc under stress, meant for the debug kernel (`make
 # stress`: KASAN, kmemleak, lockdep with PROVE_RCU, debug objects,
 # DEBUG_NET, refcount trackers, failslab, Rust overflow checks, booted with
-# panic_on_warn). For at least HPCC_STRESS_SECS (default 600) s, at once:
+# panic_on_warn). For at least HPCC_STRESS_SECS (default 600) s, and until
+# the connections are done and the storm is sent, at once:
 #
 #  - HPCC_STRESS_CONNS (default 20,000) short hpcc connections opened and
 #    closed through the INT switch emulator;
@@ -46,7 +47,7 @@ DROP=7999        # SYNs to this port are dropped: SYN_SENT
 require_root_and_vm
 require_tools ip tc python3 modprobe rmmod nft
 
-ktap_header 10
+ktap_header 9
 mkdir -p "$OUT"
 mountpoint -q $DBG || mount -t debugfs none $DBG
 pids=()
@@ -71,7 +72,12 @@ install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads
 ulimit -n 1048576
 intsw_topo_many || { ktap_fail "topology"; ktap_finish; }
 ip netns exec hpcc-rcv nft -f - <<NFT || { ktap_fail "drop_rule"; ktap_finish; }
-table inet hpcc_stress { chain in { type filter hook input priority 0; tcp dport $DROP drop; } }
+table inet hpcc_stress {
+	chain in {
+		type filter hook input priority 0;
+		tcp dport $DROP drop
+	}
+}
 NFT
 ip netns exec hpcc-rcv python3 "$MANY" echo $PORT >"$OUT/echo.log" 2>&1 &
 pids+=($!)
@@ -81,8 +87,14 @@ pids+=($!)
 wait_listening hpcc-rcv "sport = :$PORT" 1 && wait_listening hpcc-rcv "sport = :$HPORT" 1 ||
 	{ ktap_fail "echo_servers"; ktap_finish; }
 
-end=$((start + SECS))
-left() { echo $((end - $(date +%s))); }
+# The load lasts at least SECS from here (set-up under KASAN takes
+# minutes), and until the churn and the storm are done: the other loads
+# run until $STOP exists.
+load=$(date +%s)
+end=$((load + SECS))
+STOP=$OUT/stop
+rm -f "$STOP"
+running() { [ ! -e "$STOP" ]; }
 
 # --- the load, all at once -----------------------------------------------------
 # Churn: CONNS short connections, half to each server.
@@ -91,13 +103,14 @@ left() { echo $((end - $(date +%s))); }
 ) >"$OUT/churn.json" 2>"$OUT/churn.err" &
 churn=$!
 # Toggling in every state, until the end.
-ip netns exec hpcc-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP "$(left)" >"$OUT/toggle.json" 2>"$OUT/toggle.err" &
+ip netns exec hpcc-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP 86400 --stop "$STOP" \
+	>"$OUT/toggle.json" 2>"$OUT/toggle.err" &
 toggle=$!
 # The storm: toward the receiver (probes and responses) and the sender.
-ip netns exec hpcc-s2 python3 "$FLOW" storm "$(left)" $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
+ip netns exec hpcc-s2 python3 "$FLOW" storm 86400 $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
 	>"$OUT/storm-rcv.json" 2>&1 &
 storm1=$!
-ip netns exec hpcc-s2 python3 "$FLOW" storm "$(left)" $((HOSTILE - HOSTILE / 2)) --src 10.1.2.1 --dst 10.1.1.1 \
+ip netns exec hpcc-s2 python3 "$FLOW" storm 86400 $((HOSTILE - HOSTILE / 2)) --src 10.1.2.1 --dst 10.1.1.1 \
 	>"$OUT/storm-snd.json" 2>&1 &
 storm2=$!
 # Parameters: valid and invalid values, restored at the end.
@@ -106,7 +119,7 @@ params_loop() {
 	local -A saved
 	for k in eta_ppm probe_interval_us base_rtt_us telemetry max_flows_per_netns max_stage \
 		pace_srtt_cap_pct window_validation init_window_bytes; do saved[$k]=$(cat "$P/$k"); done
-	while [ "$(left)" -gt 0 ]; do
+	while running; do
 		for kv in eta_ppm=900000 eta_ppm=0 eta_ppm=950000 probe_interval_us=500 probe_interval_us=2000000 \
 			probe_interval_us=0 base_rtt_us=3000 base_rtt_us=0 telemetry=0 telemetry=7 telemetry=1 \
 			max_flows_per_netns=50 max_flows_per_netns=4294967295 max_flows_per_netns=0 max_stage=0 \
@@ -126,7 +139,7 @@ params=$!
 # Network namespaces deleted under live hpcc flows.
 netns_loop() {
 	local cycles=0 p1 p2
-	while [ "$(left)" -gt 20 ]; do
+	while running; do
 		ip netns add hpcc-x1 && ip netns add hpcc-x2 || break
 		ip link add x1 netns hpcc-x1 type veth peer name x2 netns hpcc-x2
 		ip -n hpcc-x1 addr add 10.9.0.1/24 dev x1 && ip -n hpcc-x1 link set x1 up
@@ -165,8 +178,11 @@ if [ -w /sys/kernel/slab/hpcc_flow/failslab ] && [ -d $DBG/failslab ]; then
 	echo 0 >/sys/kernel/slab/hpcc_flow/failslab
 fi
 fs1=$(hpcc_stat flows_without_state)
-wait $churn $toggle $storm1 $storm2 $params $netns
-ktap_info "ran $(( $(date +%s) - start )) s"
+wait $churn $storm1 $storm2
+while [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+touch "$STOP"
+wait $toggle $params $netns
+ktap_info "load ran $(( $(date +%s) - load )) s (set-up $((load - start)) s)"
 
 # --- results -------------------------------------------------------------------------
 t_churn() {
