@@ -122,7 +122,7 @@ def many(a):
                 got[s.fileno()] = 0
             except OSError:
                 ok[s.fileno()] = False
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 120 + len(up) / 100
         while got and time.monotonic() < deadline:
             for key, _ in sel.select(timeout=5):
                 s = key.fileobj
