@@ -124,7 +124,11 @@ COST_OUT=$(t_cost)
 COST_RC=$?
 ktap_info "$COST_OUT"
 echo "$COST_OUT" >"$OUT/foreign_cost.txt"
-if [ $COST_RC -eq 0 ]; then ktap_pass "foreign_traffic_cost_measured"; else ktap_fail "foreign_traffic_cost_measured"; fi
+# A throughput check like the others: skipped when the VM is too slow for
+# them (plain TCG on a busy host has shown ratios from 0.59 to 1.04 for the
+# same module; in virtual time it is 0.99, see docs/history.md).
+t_cost_ok() { [ $COST_RC -eq 0 ]; }
+ktap_perf_check "foreign_traffic_cost_measured" t_cost_ok
 
 lsmod | grep -q '^tcp_hpcc' || modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
 DEF_PROBE_DSCP=$(cat $P/probe_dscp)
