@@ -78,7 +78,11 @@ cost_start() {
 	sleep 2
 }
 cost_stop() {
-	kill -INT $COST_PID; wait $COST_PID
+	kill -INT $COST_PID
+	local i
+	for i in $(seq 1 120); do kill -0 $COST_PID 2>/dev/null || break; sleep 1; done
+	kill -9 $COST_PID 2>/dev/null
+	wait $COST_PID 2>/dev/null
 	perf script -i "$OUT/perf.data" -F cpu,time,event --ns 2>/dev/null | python3 -c '
 import sys, collections
 start, d = {}, collections.defaultdict(list)
@@ -107,8 +111,10 @@ print(f"{sys.argv[1]}: lookup {m(lk):.0f} ns ({len(lk)} calls), empty function {
 start_echo $PORT
 : >"$OUT/cost.txt"
 for n in 1 1000; do
-	cost_start && ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT $n \
-		--rounds $((n == 1 ? 200 : 3)) >/dev/null 2>&1 && cost_stop "$n flows" >>"$OUT/cost.txt"
+	cost_start || break
+	timeout 600 ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT $n \
+		--rounds $((n == 1 ? 200 : 3)) >"$OUT/cost.$n.json" 2>&1
+	cost_stop "$n flows" >>"$OUT/cost.txt"
 done
 ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 \
 	>"$OUT/many.json" 2>"$OUT/many.err" &
