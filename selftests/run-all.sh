@@ -89,7 +89,7 @@ make -C "$root/selftests" 2>&1 | tee "$results/bpf-build.log"
 verdict bpf-objects-build "${PIPESTATUS[0]}"
 
 step "kselftests in the VM"
-"$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_TESTS="${HPCC_TESTS:-}" \
+"$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_TESTS="${HPCC_TESTS:-}" HPCC_SCALE_FLOWS="${HPCC_SCALE_FLOWS:-}" \
 	"$root/selftests/run_kselftests.sh" 2>&1 | tee "$results/vm.log"
 vm_rc=${PIPESTATUS[0]}
 shopt -s nullglob
