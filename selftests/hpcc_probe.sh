@@ -57,7 +57,7 @@ for k in $RESPONSE_COUNTERS; do
 done
 timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >"$RESULTS/hpcc_probe.serve.json" &
 server=$!
-sleep 0.5
+wait_listening "$NS_RCV" "sport = :5201" 1
 timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 4 --cc hpcc >"$RESULTS/hpcc_probe.send.json"
 wait $server
 sleep 0.3
@@ -215,7 +215,7 @@ ip -n "$NS_RCV" link add hpcc-decoy type dummy && ip -n "$NS_RCV" link set hpcc-
 flow_mbps() { # flow_mbps SECONDS SPORT [inject|decoy] -> Mbit/s of one hpcc flow
 	timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >/dev/null &
 	local srv=$!
-	sleep 0.5
+	wait_listening "$NS_RCV" "sport = :5201" 1
 	timeout 60 ip netns exec "$NS_SND" python3 "$FLOW" send 10.0.2.1 5201 "$1" --cc hpcc --sport "$2" \
 		>"$RESULTS/hpcc_probe.flow.json" &
 	local snd=$!
