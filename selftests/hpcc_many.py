@@ -78,6 +78,16 @@ def echo(a):
                 c.close()
 
 
+def recv(s):
+    """What a readable socket holds: None if nothing yet, b"" at EOF or error."""
+    try:
+        return s.recv(65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
 def new_sock(a):
     s = socket.socket(fam(a.dst))
     if a.cc:
@@ -126,12 +136,9 @@ def many(a):
         while got and time.monotonic() < deadline:
             for key, _ in sel.select(timeout=5):
                 s = key.fileobj
-                try:
-                    d = s.recv(65536)
-                except BlockingIOError:
+                d = recv(s)
+                if d is None:
                     continue
-                except OSError:
-                    d = b""
                 fd = s.fileno()
                 if not d:
                     ok[fd] = False
@@ -189,12 +196,9 @@ def churn(a):
                     except OSError:
                         failed += 1
             else:
-                try:
-                    d = s.recv(65536)
-                except BlockingIOError:
+                d = recv(s)
+                if d is None:
                     continue
-                except OSError:
-                    d = b""
                 st[1] += len(d)
                 if d and st[1] < a.bytes:
                     continue
