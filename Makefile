@@ -57,4 +57,4 @@ stress:
 # The flow table at 50,000 concurrent connections (selftests/hpcc_scale.sh;
 # `make check` runs it with 5,000).
 scale:
-	HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/selftests/run-all.sh
+	HPCC_VM_MEM=$${HPCC_VM_MEM:-4G} HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/selftests/run-all.sh

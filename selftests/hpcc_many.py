@@ -6,11 +6,15 @@ stress tests of tcp_hpcc (one event loop, epoll via selectors).
   hpcc_many.py echo PORT [--bind ADDR]
         accept every connection and echo what it sends until EOF
   hpcc_many.py many DST PORT N [--rounds R] [--bytes B] [--cc ALGO]
-                [--batch K] [--hold S]
+                [--batch K] [--hold S] [--ports LO]
         open N connections (K handshakes in flight at a time), then R rounds
         in which every connection writes B bytes and reads their echo; keep
         them open S seconds, close; prints {"connected", "failed",
-        "echoed", "secs"} (echoed: connections whose every round came back)
+        "echoed", "secs"} (echoed: connections whose every round came back);
+        --ports: bind the local ports in order from LO instead of letting
+        connect() pick them (its search prefers ports of one parity and
+        scans all of them once those are taken: quadratic in N beyond
+        about 30,000 connections to one peer and port)
   hpcc_many.py churn DST PORT N [--bytes B] [--cc ALGO] [--parallel P]
         N short connections, P at a time: connect, write B bytes, read the
         echo, close; prints {"done", "failed", "secs"}
@@ -96,6 +100,19 @@ def new_sock(a):
     return s
 
 
+def bind_next(s, a):
+    """Binds `s` to the next free local port from a.ports; False if none."""
+    while a.ports <= 65535:
+        port, a.ports = a.ports, a.ports + 1
+        try:
+            s.bind(("::" if fam(a.dst) == socket.AF_INET6 else "0.0.0.0", port))
+            return True
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+    return False
+
+
 def many(a):
     t0 = time.monotonic()
     sel = selectors.DefaultSelector()
@@ -104,6 +121,11 @@ def many(a):
     while todo or pending:
         while todo and pending < a.batch:
             s = new_sock(a)
+            if a.ports and not bind_next(s, a):
+                failed += todo
+                todo = 0
+                s.close()
+                break
             r = s.connect_ex((a.dst, a.port))
             if r not in (0, errno.EINPROGRESS):
                 failed += 1
@@ -301,6 +323,7 @@ def main():
     sub.choices["many"].add_argument("--rounds", type=int, default=3)
     sub.choices["many"].add_argument("--batch", type=int, default=512)
     sub.choices["many"].add_argument("--hold", type=float, default=0)
+    sub.choices["many"].add_argument("--ports", type=int, default=0)
     sub.choices["churn"].add_argument("--parallel", type=int, default=32)
     t = sub.add_parser("toggle")
     t.add_argument("dst")

@@ -116,7 +116,7 @@ for n in 1 1000; do
 		--rounds $((n == 1 ? 200 : 3)) >"$OUT/cost.$n.json" 2>&1
 	cost_stop "$n flows" >>"$OUT/cost.txt"
 done
-ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 \
+ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 --ports 1024 \
 	>"$OUT/many.json" 2>"$OUT/many.err" &
 many=$!
 # Time lookups once all N are open (the first round's echoes).
