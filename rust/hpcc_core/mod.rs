@@ -23,6 +23,9 @@
 //! * [`guard`]: TCP's loss response and the delivered-BDP bound around
 //!   telemetry.
 //! * [`flowhash`]: the flow table's keyed hash (SipHash-2-4).
+//! * [`sfc`]: Source Flow Control: the switch's pause signal (mirrored by
+//!   `include/hpcc_sfc.h`), the host's acceptance rules and hpcc's
+//!   window cut.
 //!
 //! # Use from the kernel glue
 //!
@@ -53,4 +56,5 @@ pub mod guard;
 pub mod law;
 pub mod params;
 pub mod probe;
+pub mod sfc;
 pub mod wire;

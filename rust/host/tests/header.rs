@@ -4,40 +4,12 @@
 //! rule, and (when a C compiler is present) compile the header's helpers and
 //! compare their bytes with the Rust encoder.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
+use common::{assert_same_defines, compile_bpf, have, run_c};
 use hpcc_core::wire::{self, RawHop, IntStack, RATES};
-
-fn header_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../include/hpcc_int.h")
-}
-
-/// Every object-like `#define NAME <integer literal>` in the header.
-fn header_defines() -> BTreeMap<String, u64> {
-    let text = std::fs::read_to_string(header_path()).expect("read include/hpcc_int.h");
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        if it.next() != Some("#define") {
-            continue;
-        }
-        let Some(name) = it.next() else { continue };
-        if name.contains('(') || name == "_HPCC_INT_H" {
-            continue;
-        }
-        let lit = it.next().unwrap_or_else(|| panic!("#define {name} has no value"));
-        let lit = lit.trim_end_matches(['u', 'U', 'l', 'L']);
-        let v = match lit.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16),
-            None => lit.parse(),
-        }
-        .unwrap_or_else(|_| panic!("#define {name} {lit}: not an integer literal"));
-        assert!(out.insert(name.to_string(), v).is_none(), "{name} defined twice");
-    }
-    out
-}
 
 fn rust_constants() -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = [
@@ -78,15 +50,7 @@ fn rust_constants() -> BTreeMap<String, u64> {
 
 #[test]
 fn header_defines_equal_rust_constants() {
-    let h = header_defines();
-    let r = rust_constants();
-    for (k, v) in &r {
-        assert_eq!(h.get(k), Some(v), "{k}: header vs Rust");
-    }
-    for k in h.keys() {
-        assert!(r.contains_key(k), "{k} is in the header but has no Rust counterpart");
-    }
-    assert_eq!(h.len(), r.len());
+    assert_same_defines("hpcc_int.h", &rust_constants());
 }
 
 #[test]
@@ -108,18 +72,12 @@ fn rate_table_is_dense_and_units_follow_the_rule() {
     assert!(wire::MAX_GAP_NS > 10_000_000);
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
-}
-
 #[test]
 fn c_helpers_pack_the_same_bytes_as_rust() {
     if !have("cc") {
         eprintln!("SKIP: no C compiler");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("hpcc-int-h-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let cases: Vec<(u32, u32, u32, u32, u32, u32)> = (0..64u32)
         .map(|i| {
             let x = i.wrapping_mul(0x9e37_79b9);
@@ -137,21 +95,7 @@ fn c_helpers_pack_the_same_bytes_as_rust() {
         );
     }
     c += "  for (i = 0; i < 17; i++) printf(\"%d \", hpcc_int_unit_shift(i));\n  return 0;\n}\n";
-    let src = dir.join("pack.c");
-    let exe = dir.join("pack");
-    std::fs::write(&src, c).unwrap();
-    let inc = header_path().parent().unwrap().to_path_buf();
-    let st = Command::new("cc")
-        .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(&inc)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(st.success(), "header does not compile cleanly with cc");
-    let out = Command::new(&exe).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = run_c("int-h", &c);
     let mut lines = text.lines();
     for (rate, ts, tx, q, nhop, pid) in &cases {
         let hop = RawHop { rate: *rate as u8, ts: *ts, tx: *tx, qlen: *q as u16 };
@@ -171,7 +115,6 @@ fn c_helpers_pack_the_same_bytes_as_rust() {
         let want = wire::rate_info(code as u8).map(|r| i64::from(r.unit_shift)).unwrap_or(-1);
         assert_eq!(*s, want, "unit shift of code {code}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -180,26 +123,10 @@ fn header_compiles_for_bpf() {
         eprintln!("SKIP: no clang");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("hpcc-int-bpf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("t.bpf.c");
-    std::fs::write(
-        &src,
+    compile_bpf(
+        "int-h",
         "#include \"hpcc_int.h\"\n\
          int f(struct hpcc_int_hop *h, struct hpcc_int_hdr *x, __u32 r)\n\
          { hpcc_int_hop_pack(h, r, 2, 3, 4); hpcc_int_hdr_pack(x, 1, 5); return hpcc_int_unit_shift(r); }\n",
-    )
-    .unwrap();
-    let inc = header_path().parent().unwrap().to_path_buf();
-    let mut cmd = Command::new("clang");
-    cmd.args(["--target=bpf", "-O2", "-Wall", "-Werror", "-c", "-I"]).arg(&inc);
-    // Debian keeps <asm/types.h> under the multiarch directory.
-    for d in ["/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"] {
-        if std::path::Path::new(d).exists() {
-            cmd.arg("-I").arg(d);
-        }
-    }
-    let out = cmd.arg(&src).arg("-o").arg(dir.join("t.o")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let _ = std::fs::remove_dir_all(&dir);
+    );
 }

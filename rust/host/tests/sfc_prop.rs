@@ -1,0 +1,144 @@
+//! SFC in the core against f64 references and under random input:
+//!
+//! * the window cut ([`WindowCut::on_signal`]) equals
+//!   `max(min, min(W, W_ref · eta · B·T / (B·T + q)))` computed in f64,
+//!   within 2 bytes (two floors), over random rates, RTTs, queues and
+//!   signal times, and a round of signals never cuts below the deepest
+//!   single cut from the round's reference (no compounding);
+//! * the token bucket admits exactly what an f64 bucket admits, ±1;
+//! * the parser and the access list take random and mutated bytes without
+//!   panicking, and whatever parses re-encodes to the same bytes (except
+//!   the reserved word, which is never read).
+
+use hpcc_core::sfc::{self, Acl, Signal, TokenBucket, WindowCut};
+use hpcc_ref::gen::Rng;
+
+fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64) -> f64 {
+    let bdp = (rate_bps / 8.0 * t_ns / 1e9).floor().min((1u64 << 43) as f64);
+    let cut = if bdp + q > 0.0 { w_ref * eta * bdp / (bdp + q) } else { 0.0 };
+    cut.min(u32::MAX as f64).max(min_w).min(w)
+}
+
+#[test]
+fn window_cut_matches_f64_reference() {
+    let mut rng = Rng::new(0x5fc);
+    let rates = [100e6, 200e6, 1e9, 10e9, 25e9, 100e9, 400e9, 800e9];
+    let mut worst = 0f64;
+    for case in 0..2000 {
+        let rate = rates[rng.range(0, rates.len() as u64 - 1) as usize];
+        let t = rng.log_uniform(1e3, 1e8) as u64;
+        let eta = rng.range(500_000, 1_000_000) as u32;
+        let min_w = rng.range(0, 3000) as u32;
+        let mut w = rng.log_uniform(1e3, 1e9) as u32;
+        let mut c = WindowCut::default();
+        let mut now = rng.range(0, 1 << 40);
+        let (mut round_ref, mut round_end) = (0u32, 0u64);
+        for _ in 0..50 {
+            now += rng.range(0, 2 * t);
+            let q = rng.log_uniform(1.0, 4e9) as u32;
+            if round_ref == 0 || now >= round_end {
+                round_ref = w;
+                round_end = now + t;
+            }
+            let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now);
+            let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64);
+            let err = (got as f64 - want).abs();
+            assert!(err <= 2.0 + want * 1e-12, "case {case}: got {got}, want {want}");
+            worst = worst.max(err);
+            assert!(got <= w);
+            w = got.max(1);
+            // Grow between rounds as a flow would.
+            if rng.chance(0.3) {
+                w = w.saturating_mul(2);
+            }
+        }
+    }
+    eprintln!("window cut: worst error {worst:.3} bytes");
+}
+
+#[test]
+fn a_round_of_signals_cuts_no_deeper_than_its_deepest_signal() {
+    let mut rng = Rng::new(7);
+    for _ in 0..1000 {
+        let (rate, t, w0) = (1e9 as u64, 100_000u64, rng.range(10_000, 10_000_000) as u32);
+        let mut c = WindowCut::default();
+        let mut w = w0;
+        let mut deepest = w0;
+        for i in 0..rng.range(1, 20) {
+            let q = rng.range(0, 1_000_000) as u32;
+            let mut single = WindowCut::default();
+            deepest = deepest.min(single.on_signal(w0, q, rate, t, 950_000, 1448, 0));
+            w = c.on_signal(w, q, rate, t, 950_000, 1448, i * (t / 20));
+        }
+        assert_eq!(w, deepest);
+    }
+}
+
+#[test]
+fn token_bucket_matches_f64_bucket() {
+    let mut rng = Rng::new(11);
+    for _ in 0..200 {
+        let rate = rng.range(1, 100_000) as u32;
+        let burst = rng.range(1, 1000) as u32;
+        let mut b = TokenBucket::new(0, burst);
+        let (mut tokens, mut last, mut now) = (burst as f64, 0u64, 0u64);
+        let (mut got, mut want) = (0u64, 0u64);
+        for _ in 0..20_000 {
+            now += rng.range(0, 2_000_000_000 / rate as u64);
+            tokens = (tokens + (now - last) as f64 * 1e-9 * rate as f64).min(burst as f64);
+            last = now;
+            if tokens >= 1.0 {
+                tokens -= 1.0;
+                want += 1;
+            }
+            got += u64::from(b.admit(now, rate, burst));
+        }
+        assert!(got.abs_diff(want) <= 1, "rate {rate} burst {burst}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn parser_and_acl_take_random_bytes() {
+    let mut rng = Rng::new(0xf022);
+    let mut good = [0u8; sfc::LEN];
+    let s = Signal {
+        saddr: "10.1.1.1".parse().unwrap(),
+        daddr: "10.0.2.1".parse().unwrap(),
+        l4proto: sfc::IPPROTO_TCP,
+        sport: 1,
+        dport: 2,
+        speed: 1,
+        pause_ns: 3,
+        qlen: 4,
+        switch_id: 5,
+        port_id: 6,
+        seq: 7,
+    };
+    sfc::encode(&s, &mut good).unwrap();
+    let mut parsed = 0;
+    for i in 0..300_000u32 {
+        let mut b = vec![0u8; if i % 2 == 0 { sfc::LEN } else { rng.range(0, 100) as usize }];
+        if i % 3 == 0 {
+            rng.fill(&mut b);
+        } else {
+            let n = b.len().min(sfc::LEN);
+            b[..n].copy_from_slice(&good[..n]);
+            for _ in 0..rng.range(1, 3) {
+                if !b.is_empty() {
+                    let k = rng.range(0, b.len() as u64 - 1) as usize;
+                    b[k] ^= 1 << rng.range(0, 7);
+                }
+            }
+        }
+        if let Ok(p) = sfc::parse(&b) {
+            parsed += 1;
+            let mut back = [0u8; sfc::LEN];
+            sfc::encode(&p, &mut back).unwrap();
+            back[sfc::OFF_RESERVED..sfc::OFF_RESERVED + 2].copy_from_slice(&b[sfc::OFF_RESERVED..sfc::OFF_RESERVED + 2]);
+            assert_eq!(back.as_slice(), b.as_slice());
+        }
+        let text: String = b.iter().map(|&x| b"0123456789abcdef.:/, "[x as usize % 21] as char).collect();
+        let _ = Acl::parse(&text);
+    }
+    assert!(parsed > 1000, "mutations that keep a valid signal: {parsed}");
+}

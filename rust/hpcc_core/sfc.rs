@@ -1,0 +1,693 @@
+//! Source Flow Control: the switch-originated pause signal, the host's
+//! rules for accepting one, and hpcc's window reaction to it.
+//!
+//! `include/hpcc_sfc.h` defines the same wire layout for C and eBPF and
+//! documents every field; a host test parses that header and checks every
+//! constant against this file.
+//!
+//! Everything a host decides about a signal is here, as pure functions the
+//! kernel glue calls in this order, counting the first [`Reject`]:
+//!
+//! 1. [`recognize`]: a UDP payload to the SFC port is a signal at all
+//!    (magic), else it is not ours and passes untouched;
+//! 2. [`Rules::check_source`]: SFC enabled (off by default), TTL / hop
+//!    limit 255, source in the access list, per-netns [`TokenBucket`];
+//! 3. [`parse`]: the whole header is valid;
+//! 4. the glue finds the flow by the signal's tuple ([`Reject::NoFlow`]);
+//! 5. [`Rules::check_flow`]: the data packet's sequence number lies in
+//!    the flow's window; the pause is clamped to the maximum.
+//!
+//! [`WindowCut`] then brings an hpcc flow's window down to what the
+//! bottleneck can carry given the reported queue, once per RTT.
+
+use super::fixed::{div_wide, mul_wide, ETA_SCALE};
+use super::wire;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// `"HSFC"`.
+pub const MAGIC: u32 = 0x4853_4643;
+/// Wire version.
+pub const VERSION: u8 = 1;
+/// Default UDP port of signals (no IANA assignment; a parameter).
+pub const PORT_DEFAULT: u16 = 6535;
+/// The only TTL / hop limit a host accepts (GTSM).
+pub const TTL: u8 = 255;
+/// Bytes of a signal's UDP payload.
+pub const LEN: usize = 68;
+/// Byte offsets in the header.
+pub const OFF_VERSION: usize = 4;
+#[allow(missing_docs)]
+pub const OFF_FAMILY: usize = 5;
+#[allow(missing_docs)]
+pub const OFF_L4PROTO: usize = 6;
+#[allow(missing_docs)]
+pub const OFF_SPEED: usize = 7;
+/// Never read: checksum offload of a cloned TCP packet may write here.
+pub const OFF_RESERVED: usize = 8;
+#[allow(missing_docs)]
+pub const OFF_LEN: usize = 10;
+#[allow(missing_docs)]
+pub const OFF_PAUSE: usize = 12;
+#[allow(missing_docs)]
+pub const OFF_QLEN: usize = 16;
+#[allow(missing_docs)]
+pub const OFF_SWITCH: usize = 20;
+#[allow(missing_docs)]
+pub const OFF_PORT: usize = 24;
+#[allow(missing_docs)]
+pub const OFF_SPORT: usize = 26;
+#[allow(missing_docs)]
+pub const OFF_DPORT: usize = 28;
+#[allow(missing_docs)]
+pub const OFF_SEQ: usize = 32;
+#[allow(missing_docs)]
+pub const OFF_SADDR: usize = 36;
+#[allow(missing_docs)]
+pub const OFF_DADDR: usize = 52;
+
+/// IP protocol numbers a signal may name.
+pub const IPPROTO_TCP: u8 = 6;
+#[allow(missing_docs)]
+pub const IPPROTO_UDP: u8 = 17;
+
+/// A parsed signal (host byte order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signal {
+    /// The data packet's source address (the flow's local address).
+    pub saddr: IpAddr,
+    /// The data packet's destination address (the flow's peer).
+    pub daddr: IpAddr,
+    /// [`IPPROTO_TCP`] or [`IPPROTO_UDP`].
+    pub l4proto: u8,
+    /// The data packet's L4 source port (the flow's local port).
+    pub sport: u16,
+    /// The data packet's L4 destination port.
+    pub dport: u16,
+    /// The congested port's rate, a code of [`wire::RATES`].
+    pub speed: u8,
+    /// Requested pause, ns.
+    pub pause_ns: u32,
+    /// Bytes queued at the port.
+    pub qlen: u32,
+    /// Congestion locator.
+    pub switch_id: u32,
+    #[allow(missing_docs)]
+    pub port_id: u16,
+    /// The data packet's TCP sequence number (0 for UDP).
+    pub seq: u32,
+}
+
+/// Why a host refused a signal (one counter each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reject {
+    /// SFC is disabled (the default).
+    Disabled,
+    /// TTL / hop limit below [`TTL`]: not from the adjacent domain.
+    Ttl,
+    /// Source address not in the access list.
+    Acl,
+    /// The per-netns token bucket is empty.
+    RateLimited,
+    /// Shorter than [`LEN`].
+    Truncated,
+    /// Version, length, family, protocol, speed or padding wrong.
+    BadHeader,
+    /// No flow with the signal's tuple (or not one SFC may pause).
+    NoFlow,
+    /// The sequence number is not in the flow's `[snd_una, snd_nxt)`.
+    SeqOutOfWindow,
+}
+
+fn be16(b: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
+}
+
+fn be32(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_be_bytes([*b.get(off)?, *b.get(off + 1)?, *b.get(off + 2)?, *b.get(off + 3)?]))
+}
+
+fn addr16(b: &[u8], off: usize) -> Option<[u8; 16]> {
+    b.get(off..off + 16)?.try_into().ok()
+}
+
+/// Whether a UDP payload addressed to the SFC port claims to be a signal
+/// (its magic). Anything else there is not ours.
+pub fn recognize(payload: &[u8]) -> bool {
+    be32(payload, 0) == Some(MAGIC)
+}
+
+fn addr_of(family: u8, a: [u8; 16]) -> Option<IpAddr> {
+    match family {
+        4 => {
+            if a[4..].iter().any(|&x| x != 0) {
+                return None;
+            }
+            Some(IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3])))
+        }
+        6 => Some(IpAddr::V6(Ipv6Addr::from(a))),
+        _ => None,
+    }
+}
+
+/// Parses a signal's UDP payload (any bytes after [`LEN`] are refused too:
+/// the length field must say [`LEN`] and the datagram must be that long).
+pub fn parse(p: &[u8]) -> Result<Signal, Reject> {
+    if p.len() < LEN {
+        return Err(Reject::Truncated);
+    }
+    let bad = Reject::BadHeader;
+    let u8_at = |o: usize| p.get(o).copied().ok_or(bad);
+    let (be16_at, be32_at) = (|o| be16(p, o).ok_or(bad), |o| be32(p, o).ok_or(bad));
+    if be32_at(0)? != MAGIC || u8_at(OFF_VERSION)? != VERSION || p.len() != LEN {
+        return Err(bad);
+    }
+    if usize::from(be16_at(OFF_LEN)?) != LEN || be16_at(OFF_DPORT + 2)? != 0 {
+        return Err(bad);
+    }
+    let family = u8_at(OFF_FAMILY)?;
+    let l4proto = u8_at(OFF_L4PROTO)?;
+    let speed = u8_at(OFF_SPEED)?;
+    if !matches!(l4proto, IPPROTO_TCP | IPPROTO_UDP) || wire::rate_info(speed).is_none() {
+        return Err(bad);
+    }
+    let saddr = addr_of(family, addr16(p, OFF_SADDR).ok_or(bad)?).ok_or(bad)?;
+    let daddr = addr_of(family, addr16(p, OFF_DADDR).ok_or(bad)?).ok_or(bad)?;
+    let seq = be32_at(OFF_SEQ)?;
+    if l4proto != IPPROTO_TCP && seq != 0 {
+        return Err(bad);
+    }
+    Ok(Signal {
+        saddr,
+        daddr,
+        l4proto,
+        sport: be16_at(OFF_SPORT)?,
+        dport: be16_at(OFF_DPORT)?,
+        speed,
+        pause_ns: be32_at(OFF_PAUSE)?,
+        qlen: be32_at(OFF_QLEN)?,
+        switch_id: be32_at(OFF_SWITCH)?,
+        port_id: be16_at(OFF_PORT)?,
+        seq,
+    })
+}
+
+/// Writes `s` as a signal's UDP payload into `out[..LEN]`; `None` if `out`
+/// is too short or the two addresses are of different families. (The
+/// switch emulator builds signals in eBPF; this is for tests and tools.)
+pub fn encode(s: &Signal, out: &mut [u8]) -> Option<usize> {
+    let o = out.get_mut(..LEN)?;
+    let (family, sa, da) = match (s.saddr, s.daddr) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
+            x[..4].copy_from_slice(&a.octets());
+            y[..4].copy_from_slice(&b.octets());
+            (4, x, y)
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => (6, a.octets(), b.octets()),
+        _ => return None,
+    };
+    o.fill(0);
+    o[..4].copy_from_slice(&MAGIC.to_be_bytes());
+    o[OFF_VERSION] = VERSION;
+    o[OFF_FAMILY] = family;
+    o[OFF_L4PROTO] = s.l4proto;
+    o[OFF_SPEED] = s.speed;
+    o[OFF_LEN..OFF_LEN + 2].copy_from_slice(&(LEN as u16).to_be_bytes());
+    o[OFF_PAUSE..OFF_PAUSE + 4].copy_from_slice(&s.pause_ns.to_be_bytes());
+    o[OFF_QLEN..OFF_QLEN + 4].copy_from_slice(&s.qlen.to_be_bytes());
+    o[OFF_SWITCH..OFF_SWITCH + 4].copy_from_slice(&s.switch_id.to_be_bytes());
+    o[OFF_PORT..OFF_PORT + 2].copy_from_slice(&s.port_id.to_be_bytes());
+    o[OFF_SPORT..OFF_SPORT + 2].copy_from_slice(&s.sport.to_be_bytes());
+    o[OFF_DPORT..OFF_DPORT + 2].copy_from_slice(&s.dport.to_be_bytes());
+    o[OFF_SEQ..OFF_SEQ + 4].copy_from_slice(&s.seq.to_be_bytes());
+    o[OFF_SADDR..OFF_SADDR + 16].copy_from_slice(&sa);
+    o[OFF_DADDR..OFF_DADDR + 16].copy_from_slice(&da);
+    Some(LEN)
+}
+
+/// Prefixes an access list holds at most.
+pub const ACL_MAX: usize = 16;
+
+/// One prefix, IPv4 as IPv4-mapped IPv6 (`::ffff:a.b.c.d`, length + 96).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Prefix {
+    addr: u128,
+    len: u8,
+}
+
+fn mapped(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+fn mask(len: u8) -> u128 {
+    u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
+}
+
+/// The switches a host accepts signals from: up to [`ACL_MAX`] IPv4 and
+/// IPv6 prefixes. Empty (the default) accepts none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Acl {
+    n: usize,
+    p: [Prefix; ACL_MAX],
+}
+
+/// Why an access list was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclError {
+    /// More than [`ACL_MAX`] prefixes.
+    TooMany,
+    /// Not `ADDR/LEN` with a valid address and length.
+    Syntax,
+    /// Bits set beyond the prefix length (`10.1.2.3/8`).
+    HostBits,
+}
+
+impl Acl {
+    /// Parses `ADDR/LEN` prefixes separated by commas (spaces and a
+    /// trailing newline allowed), e.g. `10.0.0.0/8,fd00::/8`; a bare
+    /// address is a host prefix (`/32`, `/128`). An empty string is the
+    /// empty list.
+    pub fn parse(s: &str) -> Result<Self, AclError> {
+        let mut acl = Acl::default();
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            let (a, l) = match item.split_once('/') {
+                Some((a, l)) => (a.trim(), Some(l.trim())),
+                None => (item, None),
+            };
+            let addr: IpAddr = a.parse().map_err(|_| AclError::Syntax)?;
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let len: u8 = match l {
+                Some(l) if !l.is_empty() && l.bytes().all(|c| c.is_ascii_digit()) => {
+                    l.parse().map_err(|_| AclError::Syntax)?
+                }
+                Some(_) => return Err(AclError::Syntax),
+                None => max,
+            };
+            if len > max {
+                return Err(AclError::Syntax);
+            }
+            let len = if addr.is_ipv4() { len + 96 } else { len };
+            let v = mapped(addr);
+            if v & !mask(len) != 0 {
+                return Err(AclError::HostBits);
+            }
+            let slot = acl.p.get_mut(acl.n).ok_or(AclError::TooMany)?;
+            *slot = Prefix { addr: v, len };
+            acl.n += 1;
+        }
+        Ok(acl)
+    }
+
+    /// Number of prefixes.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the list is empty (accepts nothing).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Whether `a` is in one of the prefixes.
+    pub fn contains(&self, a: IpAddr) -> bool {
+        let v = mapped(a);
+        self.p.get(..self.n).unwrap_or(&[]).iter().any(|p| v & mask(p.len) == p.addr)
+    }
+}
+
+/// A token bucket: `rate` tokens per second, at most `burst` saved.
+/// Integer arithmetic in token-nanoseconds (1 token = 10^9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenBucket {
+    tokens: u64,
+    last_ns: u64,
+}
+
+/// Largest accepted bucket rate, tokens per second.
+pub const MAX_RATE: u32 = 10_000_000;
+/// Largest accepted burst, tokens.
+pub const MAX_BURST: u32 = 1_000_000;
+const TOKEN: u64 = 1_000_000_000;
+
+impl TokenBucket {
+    /// A full bucket at `now_ns`.
+    pub fn new(now_ns: u64, burst: u32) -> Self {
+        TokenBucket { tokens: u64::from(burst.min(MAX_BURST)) * TOKEN, last_ns: now_ns }
+    }
+
+    /// Takes one token at `now_ns` if there is one. `rate` and `burst` are
+    /// read on each call (parameters may change); both are clamped to
+    /// [`MAX_RATE`] and [`MAX_BURST`]. Time going backwards adds nothing.
+    pub fn admit(&mut self, now_ns: u64, rate: u32, burst: u32) -> bool {
+        let cap = u64::from(burst.min(MAX_BURST)) * TOKEN;
+        let dt = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = self.last_ns.max(now_ns);
+        let add = dt.saturating_mul(u64::from(rate.min(MAX_RATE)));
+        self.tokens = self.tokens.saturating_add(add).min(cap);
+        if self.tokens >= TOKEN {
+            self.tokens -= TOKEN;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Whether `seq` lies in `[snd_una, snd_nxt)`, modulo 2^32 (TCP's
+/// `between(seq, snd_una, snd_nxt - 1)`): a segment the flow sent and that
+/// is not yet acknowledged.
+pub fn seq_in_window(seq: u32, snd_una: u32, snd_nxt: u32) -> bool {
+    seq.wrapping_sub(snd_una) < snd_nxt.wrapping_sub(snd_una)
+}
+
+/// Largest accepted `max_pause_us`.
+pub const MAX_PAUSE_US: u32 = 1_000_000;
+
+/// A host's SFC settings (module parameters), as validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// Off by default.
+    pub enabled: bool,
+    /// Sources accepted.
+    pub acl: Acl,
+    /// Signals per second a netns accepts, and the burst.
+    pub rate: u32,
+    #[allow(missing_docs)]
+    pub burst: u32,
+    /// Longest pause applied, µs (`1..=MAX_PAUSE_US`).
+    pub max_pause_us: u32,
+}
+
+impl Rules {
+    /// Step 2: SFC enabled, `ttl` is [`TTL`], `src` in the access list and
+    /// the netns's `bucket` has a token (taken only when the rest holds,
+    /// so refused sources never drain it).
+    pub fn check_source(&self, ttl: u8, src: IpAddr, bucket: &mut TokenBucket, now_ns: u64) -> Result<(), Reject> {
+        if !self.enabled {
+            Err(Reject::Disabled)
+        } else if ttl != TTL {
+            Err(Reject::Ttl)
+        } else if !self.acl.contains(src) {
+            Err(Reject::Acl)
+        } else if !bucket.admit(now_ns, self.rate, self.burst) {
+            Err(Reject::RateLimited)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Step 5, for the flow the signal names: a TCP signal's `seq` must lie
+    /// in `[snd_una, snd_nxt)` (a UDP flow has no window: `tcp_window`
+    /// `None`). Returns the pause to apply, ns, clamped to `max_pause_us`.
+    pub fn check_flow(&self, s: &Signal, tcp_window: Option<(u32, u32)>) -> Result<u64, Reject> {
+        match (s.l4proto, tcp_window) {
+            (IPPROTO_TCP, Some((una, nxt))) if seq_in_window(s.seq, una, nxt) => {}
+            (IPPROTO_TCP, _) => return Err(Reject::SeqOutOfWindow),
+            _ => {}
+        }
+        Ok(u64::from(s.pause_ns).min(u64::from(self.max_pause_us.min(MAX_PAUSE_US)) * 1000))
+    }
+}
+
+/// hpcc's window reaction to a signal. A pause alone gives stop-and-go:
+/// while the flow waits the switch drains at full rate, so the next INT
+/// sample shows `U ≈ 1` and HPCC++ cuts only a little. The signal's queue
+/// `q` at a port of rate `B` says the senders together have
+/// `B·T + q` in flight where `B·T` fits: each cuts `W` by
+/// `eta · B·T / (B·T + q)`, so that together they carry `eta·B·T`, as the
+/// law's multiplicative step would with `U = (B·T + q) / (B·T)`.
+///
+/// Several signals within one RTT (one per suppression window, or from
+/// several switches) do not compound: a cut within `T` of the previous
+/// one applies to the window the previous cut started from, and only if
+/// it is deeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WindowCut {
+    /// The window the current round of cuts started from (0: none yet).
+    ref_w: u32,
+    /// End of the current round, ns.
+    until_ns: u64,
+}
+
+impl WindowCut {
+    /// The window after a signal at `now_ns` reporting `qlen` bytes at a
+    /// port of `rate_bps`, for a flow at window `w` with base RTT
+    /// `base_rtt_ns` and target utilization `eta_ppm`, never below
+    /// `min_w` nor above `w`. Bytes throughout.
+    pub fn on_signal(
+        &mut self,
+        w: u32,
+        qlen: u32,
+        rate_bps: u64,
+        base_rtt_ns: u64,
+        eta_ppm: u32,
+        min_w: u32,
+        now_ns: u64,
+    ) -> u32 {
+        let reference = if self.ref_w != 0 && now_ns < self.until_ns {
+            self.ref_w
+        } else {
+            self.ref_w = w;
+            self.until_ns = now_ns.saturating_add(base_rtt_ns);
+            w
+        };
+        // B·T in bytes (capped at 2^43, 8 TB); u128 products, 64-bit-only
+        // divisions: W_ref·B·T/(B·T + q) is exact to the byte (floor).
+        let bdp = div_wide(mul_wide(rate_bps / 8, base_rtt_ns), 1_000_000_000).unwrap_or(u64::MAX).min(1 << 43);
+        let carried = div_wide(mul_wide(u64::from(reference), bdp), bdp.saturating_add(u64::from(qlen)).max(1))
+            .unwrap_or(0);
+        // carried ≤ reference < 2^32 and eta ≤ 10^6 < 2^20: no overflow.
+        let cut = carried * u64::from(eta_ppm.min(ETA_SCALE)) / u64::from(ETA_SCALE);
+        let cut = u32::try_from(cut).unwrap_or(u32::MAX);
+        cut.max(min_w).min(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig4() -> Signal {
+        Signal {
+            saddr: "10.1.1.1".parse().unwrap(),
+            daddr: "10.0.2.1".parse().unwrap(),
+            l4proto: IPPROTO_TCP,
+            sport: 40000,
+            dport: 5201,
+            speed: 12,
+            pause_ns: 1_500_000,
+            qlen: 90_000,
+            switch_id: 0x102,
+            port_id: 3,
+            seq: 0xfffff000,
+        }
+    }
+
+    #[test]
+    fn encode_parse_round_trip_v4_and_v6() {
+        let mut b = [0u8; LEN];
+        for s in [
+            sig4(),
+            Signal {
+                saddr: "fd00::1:1".parse().unwrap(),
+                daddr: "fd00::2:1".parse().unwrap(),
+                l4proto: IPPROTO_UDP,
+                seq: 0,
+                ..sig4()
+            },
+        ] {
+            assert_eq!(encode(&s, &mut b), Some(LEN));
+            assert!(recognize(&b));
+            assert_eq!(parse(&b), Ok(s));
+        }
+    }
+
+    #[test]
+    fn the_reserved_word_is_never_read() {
+        let mut b = [0u8; LEN];
+        encode(&sig4(), &mut b).unwrap();
+        b[OFF_RESERVED] = 0xab;
+        b[OFF_RESERVED + 1] = 0xcd;
+        assert_eq!(parse(&b), Ok(sig4()));
+    }
+
+    #[test]
+    fn every_malformed_variant_is_refused() {
+        let mut good = [0u8; LEN];
+        encode(&sig4(), &mut good).unwrap();
+        for n in 0..LEN {
+            assert_eq!(parse(&good[..n]), Err(Reject::Truncated), "{n} bytes");
+        }
+        let mut long = [0u8; LEN + 1];
+        long[..LEN].copy_from_slice(&good);
+        assert_eq!(parse(&long), Err(Reject::BadHeader));
+        let cases: &[(usize, u8)] = &[
+            (0, b'X'),            // magic
+            (OFF_VERSION, 2),     // version
+            (OFF_FAMILY, 5),      // family
+            (OFF_L4PROTO, 1),     // ICMP
+            (OFF_SPEED, 0),       // reserved speed code
+            (OFF_SPEED, 14),      // reserved speed code
+            (OFF_LEN + 1, 69),    // length field
+            (OFF_DPORT + 2, 1),   // reserved2
+            (OFF_SADDR + 4, 1),   // IPv4 address with bytes beyond 4
+            (OFF_DADDR + 15, 1),  // same for the destination
+        ];
+        for &(off, v) in cases {
+            let mut b = good;
+            b[off] = v;
+            assert_eq!(parse(&b), Err(Reject::BadHeader), "byte {off} = {v}");
+        }
+        let mut udp = good;
+        udp[OFF_L4PROTO] = IPPROTO_UDP;
+        assert_eq!(parse(&udp), Err(Reject::BadHeader), "UDP with a sequence number");
+    }
+
+    #[test]
+    fn acl_parses_and_matches_prefixes() {
+        let acl = Acl::parse(" 10.0.0.0/8, fd00:1::/32,192.168.1.7\n").unwrap();
+        assert_eq!(acl.len(), 3);
+        for (a, want) in [
+            ("10.2.3.4", true),
+            ("11.0.0.1", false),
+            ("192.168.1.7", true),
+            ("192.168.1.8", false),
+            ("fd00:1:ffff::1", true),
+            ("fd00:2::1", false),
+            ("::ffff:10.1.1.1", true), // IPv4-mapped is the IPv4 address
+            ("::a01:101", false),      // IPv4-compatible is not
+        ] {
+            assert_eq!(acl.contains(a.parse().unwrap()), want, "{a}");
+        }
+        assert!(Acl::parse("").unwrap().is_empty());
+        assert!(!Acl::parse("").unwrap().contains("10.0.0.1".parse().unwrap()));
+        let all = Acl::parse("0.0.0.0/0,::/0").unwrap();
+        assert!(all.contains("1.2.3.4".parse().unwrap()) && all.contains("2001::1".parse().unwrap()));
+        assert_eq!(Acl::parse("10.1.2.3/8"), Err(AclError::HostBits));
+        for bad in ["10.0.0.0/33", "fd00::/129", "10.0.0/8", "10.0.0.0/", "10.0.0.0/+8", "x", "10.0.0.0/8/8"] {
+            assert_eq!(Acl::parse(bad), Err(AclError::Syntax), "{bad}");
+        }
+        let many: [&str; ACL_MAX + 1] = core::array::from_fn(|_| "10.0.0.0/8");
+        let mut s = [0u8; 11 * (ACL_MAX + 1)];
+        let mut n = 0;
+        for p in many {
+            s[n..n + p.len()].copy_from_slice(p.as_bytes());
+            s[n + p.len()] = b',';
+            n += p.len() + 1;
+        }
+        let s = core::str::from_utf8(&s[..n]).unwrap();
+        assert_eq!(Acl::parse(s), Err(AclError::TooMany));
+    }
+
+    #[test]
+    fn bucket_admits_rate_plus_burst() {
+        let mut b = TokenBucket::new(0, 10);
+        let mut ok = 0;
+        // 100,000 signals/s for 2 s at rate 1000/s, burst 10.
+        for i in 0..200_000u64 {
+            ok += u32::from(b.admit(i * 10_000, 1000, 10));
+        }
+        assert!((2000..=2010).contains(&ok), "{ok}");
+        // Backwards time adds nothing.
+        let mut b = TokenBucket::new(1_000_000_000, 1);
+        assert!(b.admit(1_000_000_000, 1, 1));
+        assert!(!b.admit(0, 1, 1));
+        assert!(!b.admit(1_000_000_000, 1, 1));
+        // Huge gaps and knobs saturate.
+        let mut b = TokenBucket::new(0, u32::MAX);
+        assert!(b.admit(u64::MAX, u32::MAX, u32::MAX));
+    }
+
+    #[test]
+    fn sequence_window_wraps() {
+        assert!(seq_in_window(5, 5, 6));
+        assert!(!seq_in_window(6, 5, 6));
+        assert!(!seq_in_window(4, 5, 6));
+        assert!(!seq_in_window(5, 5, 5), "nothing in flight");
+        assert!(seq_in_window(2, u32::MAX - 2, 10));
+        assert!(seq_in_window(u32::MAX, u32::MAX - 2, 10));
+        assert!(!seq_in_window(10, u32::MAX - 2, 10));
+    }
+
+    fn rules() -> Rules {
+        Rules { enabled: true, acl: Acl::parse("10.9.0.0/16").unwrap(), rate: 1000, burst: 2, max_pause_us: 1000 }
+    }
+
+    #[test]
+    fn source_checks_in_order_and_refusals_keep_tokens() {
+        let r = rules();
+        let sw: IpAddr = "10.9.0.2".parse().unwrap();
+        let mut b = TokenBucket::new(0, r.burst);
+        assert_eq!(Rules { enabled: false, ..r }.check_source(255, sw, &mut b, 0), Err(Reject::Disabled));
+        assert_eq!(r.check_source(254, sw, &mut b, 0), Err(Reject::Ttl));
+        assert_eq!(r.check_source(255, "10.8.0.2".parse().unwrap(), &mut b, 0), Err(Reject::Acl));
+        assert_eq!(r.check_source(255, sw, &mut b, 0), Ok(()));
+        assert_eq!(r.check_source(255, sw, &mut b, 0), Ok(()));
+        assert_eq!(r.check_source(255, sw, &mut b, 0), Err(Reject::RateLimited));
+        assert_eq!(r.check_source(255, sw, &mut b, 1_000_000), Ok(()), "one token per ms");
+    }
+
+    #[test]
+    fn flow_checks_window_and_clamps_the_pause() {
+        let r = rules();
+        let s = sig4();
+        assert_eq!(r.check_flow(&s, Some((0xffff_f000, 0xffff_f001))), Ok(1_000_000), "clamped to 1 ms");
+        assert_eq!(r.check_flow(&s, Some((0xffff_f001, 0xffff_f100))), Err(Reject::SeqOutOfWindow));
+        assert_eq!(r.check_flow(&s, None), Err(Reject::SeqOutOfWindow));
+        let short = Signal { pause_ns: 5000, ..s };
+        assert_eq!(r.check_flow(&short, Some((0xffff_0000, 2))), Ok(5000));
+        let udp = Signal { l4proto: IPPROTO_UDP, seq: 0, ..s };
+        assert_eq!(r.check_flow(&udp, None), Ok(1_000_000));
+    }
+
+    // 100 Mb/s, T = 2 ms: B·T = 25,000 B.
+    const RATE: u64 = 100_000_000;
+    const T: u64 = 2_000_000;
+
+    #[test]
+    fn cut_brings_the_window_to_what_the_port_carries() {
+        let mut c = WindowCut::default();
+        // Queue of 3 BDP: cut to eta/4.
+        let w = c.on_signal(100_000, 75_000, RATE, T, 950_000, 1448, 0);
+        assert!((23_740..=23_750).contains(&w), "{w}");
+        // No queue: only eta.
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(100_000, 0, RATE, T, 950_000, 1448, 0), 95_000);
+        // Never below min, never above w.
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(10_000, u32::MAX, RATE, T, 950_000, 1448, 0), 1448);
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(1000, 0, RATE, T, 1_000_000, 1448, 0), 1000);
+    }
+
+    #[test]
+    fn signals_within_one_rtt_do_not_compound() {
+        let mut c = WindowCut::default();
+        let w1 = c.on_signal(100_000, 25_000, RATE, T, 1_000_000, 1448, 0);
+        assert_eq!(w1, 50_000);
+        // A second, equal signal within T: no further cut.
+        assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2), 50_000);
+        // A deeper one within T: cut from the round's reference (100 kB).
+        assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1), 25_000);
+        // After T, a new round starts from the current window.
+        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T), 12_500);
+    }
+
+    #[test]
+    fn cut_never_overflows() {
+        let mut c = WindowCut::default();
+        for &w in &[0, 1, u32::MAX] {
+            for &q in &[0, 1, u32::MAX] {
+                for &r in &[0, 1, u64::MAX] {
+                    for &t in &[0, 1, u64::MAX] {
+                        let x = c.on_signal(w, q, r, t, u32::MAX, 0, u64::MAX);
+                        assert!(x <= w);
+                    }
+                }
+            }
+        }
+    }
+}
