@@ -44,12 +44,14 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
+#include <linux/udp.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
 #include "hpcc_int.h"
 #include "hpcc_probe.h"
+#include "hpcc_sfc.h"
 #include "int_switch.h"
 
 #ifndef BPF_SKB_TSTAMP_DELIVERY_MONO
@@ -59,6 +61,8 @@
 /* selftests/intsw.py unpacks these layouts */
 _Static_assert(sizeof(struct int_sw_cfg) == 48, "int_sw_cfg layout");
 _Static_assert(sizeof(struct int_sw_port) == 8 + 16 * 8, "int_sw_port layout");
+_Static_assert(sizeof(struct int_sw_sfc_cfg) == 64, "int_sw_sfc_cfg layout");
+_Static_assert(sizeof(struct int_sw_sfc) == 8 + 9 * 8, "int_sw_sfc layout");
 
 #define PS_PER_NS	1000ULL
 #define PS_PER_SEC	1000000000000ULL
@@ -98,6 +102,34 @@ struct {
 	__type(value, __u64);
 } plogi SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct int_sw_sfc_cfg);
+} sfc_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct int_sw_sfc);
+} sfc SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, INT_SW_SFC_RING);
+	__type(key, __u32);
+	__type(value, struct int_sw_sfc_rec);
+} sfc_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, INT_SW_SFC_FLOWS);
+	__type(key, struct int_sw_sfc_key);
+	__type(value, __u64);
+} sfc_flows SEC(".maps");
+
 /* Byte unit of txBytes and qlen for a speed code (include/hpcc_int.h). */
 static __always_inline int unit_shift(__u32 code)
 {
@@ -113,19 +145,21 @@ enum pkt_kind { PKT_OTHER, PKT_PROBE, PKT_RESPONSE };
  * nHop/pathID word. */
 struct pkt_info {
 	__u32 kind;
-	__u32 l4_off;	/* where TCP starts */
+	__u32 l4_off;	/* where TCP or UDP starts; 0: neither */
 	__u32 int_off;
 	__u32 segs;
 	__u16 word0;	/* the first two bytes of the IP header, network order */
 	__u16 int_word;	/* nHop:4 | pathID:12, host order */
-	__u16 sport;	/* TCP source port, host order */
+	__u16 sport;	/* TCP or UDP source port, host order */
+	__u16 dport;	/* TCP or UDP destination port, host order */
+	__u8 proto;	/* IPPROTO_TCP or IPPROTO_UDP when l4_off is set */
 	__u8 tos;
 	__u8 is_ip;	/* 4 or 6; 0 for anything else */
 };
 
-/* The IP header: TOS or traffic class and, if it is TCP (and, for IPv4,
- * not a fragment; for IPv6, without extension headers), where TCP starts.
- * Returns 0 if the transport is not TCP. */
+/* The IP header: TOS or traffic class and, if it is TCP or UDP (and, for
+ * IPv4, not a fragment; for IPv6, without extension headers), the protocol
+ * and where it starts. Returns 0 if the transport is neither. */
 static __always_inline __u32 ip_head(struct __sk_buff *skb, struct pkt_info *pi)
 {
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
@@ -138,9 +172,10 @@ static __always_inline __u32 ip_head(struct __sk_buff *skb, struct pkt_info *pi)
 		pi->is_ip = 4;
 		pi->tos = iph.tos;
 		__builtin_memcpy(&pi->word0, &iph, 2);
-		if (iph.protocol != IPPROTO_TCP ||
+		if ((iph.protocol != IPPROTO_TCP && iph.protocol != IPPROTO_UDP) ||
 		    (iph.frag_off & bpf_htons(0x3fff)))	/* MF or a fragment offset */
 			return 0;
+		pi->proto = iph.protocol;
 		return ETH_HLEN + iph.ihl * 4;
 	}
 	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
@@ -154,8 +189,9 @@ static __always_inline __u32 ip_head(struct __sk_buff *skb, struct pkt_info *pi)
 		pi->is_ip = 6;
 		pi->tos = (b[0] << 4) | (b[1] >> 4);
 		__builtin_memcpy(&pi->word0, b, 2);
-		if (ip6h.nexthdr != IPPROTO_TCP)
+		if (ip6h.nexthdr != IPPROTO_TCP && ip6h.nexthdr != IPPROTO_UDP)
 			return 0;
+		pi->proto = ip6h.nexthdr;
 		return ETH_HLEN + sizeof(ip6h);
 	}
 	return 0;
@@ -169,13 +205,18 @@ static __always_inline void classify(struct __sk_buff *skb, __u32 probe_dscp,
 	__u32 l4, pay;
 	__be16 w;
 
+	__be16 ports[2];
+
 	l4 = ip_head(skb, pi);
 	if (!l4)
 		return;
-	pi->l4_off = l4;
-	if (bpf_skb_load_bytes(skb, l4, &w, sizeof(w)) < 0)
+	if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
 		return;
-	pi->sport = bpf_ntohs(w);
+	pi->l4_off = l4;
+	pi->sport = bpf_ntohs(ports[0]);
+	pi->dport = bpf_ntohs(ports[1]);
+	if (pi->proto != IPPROTO_TCP)
+		return;
 	if (bpf_skb_load_bytes(skb, l4 + 12, &doff_byte, 1) < 0)
 		return;
 	pay = l4 + (doff_byte >> 4) * 4;
@@ -220,6 +261,99 @@ static __always_inline void log_packet(__u64 now, __u64 backlog, __u16 sport, __
 			   (drop ? INT_SW_LOG_DROPPED : 0);
 	r->sport = sport;
 	r->wire = wire > 0xffff ? 0xffff : wire;
+}
+
+/* The data packet's addresses into an SFC key (IPv4: first 4 of 16 bytes). */
+static __always_inline int sfc_addrs(struct __sk_buff *skb, struct pkt_info *pi,
+				     __u8 *saddr, __u8 *daddr)
+{
+	if (pi->is_ip == 4) {
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct iphdr, saddr), saddr, 4) < 0 ||
+		    bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct iphdr, daddr), daddr, 4) < 0)
+			return -1;
+		return 0;
+	}
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, saddr), saddr, 16) < 0 ||
+	    bpf_skb_load_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, daddr), daddr, 16) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * SFC at egress, after the queue decision (a dropped packet signals too):
+ * threshold, per-flow suppression, token bucket; then the clone to the
+ * port's ingress, tagged with the ring slot that holds pause and qlen.
+ */
+static __always_inline void sfc_egress(struct __sk_buff *skb, struct pkt_info *pi,
+				       __u64 backlog, __u64 rate, __u64 now)
+{
+	struct int_sw_sfc_key k = {};
+	struct int_sw_sfc_cfg *sc;
+	struct int_sw_sfc_rec *rec;
+	struct int_sw_sfc *st;
+	__u64 *last, prev, add, cap, pause, ahead;
+	__u32 key = 0, slot, mark;
+	int ok;
+
+	sc = bpf_map_lookup_elem(&sfc_cfg, &key);
+	st = bpf_map_lookup_elem(&sfc, &key);
+	if (!sc || !st || !sc->trigger_bytes || backlog < sc->trigger_bytes || !rate)
+		return;
+	if (!pi->l4_off || pi->kind != PKT_OTHER ||
+	    (pi->proto == IPPROTO_UDP && pi->dport == sc->udp_port))
+		return;
+	__sync_fetch_and_add(&st->triggered, 1);
+	if (sfc_addrs(skb, pi, k.saddr, k.daddr) < 0)
+		return;
+	k.sport = pi->sport;
+	k.dport = pi->dport;
+	k.proto = pi->proto;
+	last = bpf_map_lookup_elem(&sfc_flows, &k);
+	prev = last ? *last : 0;
+	if (last && now - prev < sc->suppress_ns) {
+		__sync_fetch_and_add(&st->suppressed, 1);
+		return;
+	}
+	/* Token bucket in 10^-9 signals: rate <= 2^32 and a gap of up to
+	 * 2^32 ns keep the product below 2^64; longer gaps fill it anyway. */
+	cap = (__u64)sc->burst * 1000000000ULL;
+	bpf_spin_lock(&st->lock);
+	add = now - st->last_ns;
+	if (now < st->last_ns)
+		add = 0;
+	else
+		st->last_ns = now;
+	add = add > 0xffffffffULL ? cap : add * sc->rate;
+	st->tokens = st->tokens + add > cap ? cap : st->tokens + add;
+	ok = st->tokens >= 1000000000ULL;
+	if (ok)
+		st->tokens -= 1000000000ULL;
+	slot = st->ring_next++ % INT_SW_SFC_RING;
+	bpf_spin_unlock(&st->lock);
+	if (!ok) {
+		__sync_fetch_and_add(&st->rate_limited, 1);
+		return;
+	}
+	/* Claim the flow's window: of packets of one flow racing on two CPUs
+	 * only one signals. */
+	if (last ? __sync_val_compare_and_swap(last, prev, now) != prev :
+		   bpf_map_update_elem(&sfc_flows, &k, &now, BPF_NOEXIST) < 0) {
+		__sync_fetch_and_add(&st->suppressed, 1);
+		return;
+	}
+	rec = bpf_map_lookup_elem(&sfc_ring, &slot);
+	if (!rec)
+		return;
+	/* backlog < 2^33 at any realistic buffer, 8e9 < 2^33: no overflow */
+	ahead = backlog > sc->target_bytes ? backlog - sc->target_bytes : 0;
+	pause = ahead * 8000000000ULL / rate;
+	rec->pause_ns = pause > 0xffffffffULL ? 0xffffffff : (pause ? pause : 1);
+	rec->qlen = backlog > 0xffffffffULL ? 0xffffffff : backlog;
+	mark = skb->mark;
+	skb->mark = INT_SW_SFC_MARK | slot;
+	if (bpf_clone_redirect(skb, sc->ifindex, BPF_F_INGRESS) < 0)
+		__sync_fetch_and_add(&st->clone_errors, 1);
+	skb->mark = mark;
 }
 
 SEC("tc")
@@ -336,6 +470,8 @@ int int_switch_egress(struct __sk_buff *skb)
 		__sync_fetch_and_add(&hg->bucket[b], 1);
 	}
 
+	sfc_egress(skb, &pi, backlog, rate, now);
+
 	if (drop)
 		return TC_ACT_SHOT;
 
@@ -398,6 +534,154 @@ int int_switch_egress(struct __sk_buff *skb)
 			bpf_l4_csum_replace(skb, pi.l4_off + 16, 0, (__u64)diff, 0);
 	}
 	return TC_ACT_OK;
+}
+
+/* Folds a 32-bit ones'-complement sum into 16 bits. */
+static __always_inline __u16 csum_fold32(__u64 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+/* The IPv6 pseudo-header for the UDP checksum (RFC 8200 section 8.1). */
+struct sfc_pseudo6 {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__be32 len;
+	__be32 nexthdr;
+};
+
+/*
+ * The clsact ingress program of a port with SFC: a clone tagged by
+ * sfc_egress becomes the signal (include/hpcc_sfc.h) and leaves toward the
+ * data packet's source; every other packet passes untouched.
+ */
+SEC("tc")
+int int_switch_sfc(struct __sk_buff *skb)
+{
+	struct bpf_fib_lookup fib = {};
+	struct hpcc_sfc_hdr h = {};
+	struct int_sw_sfc_cfg *sc;
+	struct int_sw_sfc_rec *rec;
+	struct pkt_info pi = {};
+	struct int_sw_sfc *st;
+	struct udphdr uh = {};
+	__u32 key = 0, slot, l4, len;
+	__be32 seq = 0;
+	__s64 sum;
+	int rc;
+
+	if ((skb->mark & INT_SW_SFC_MARK_MASK) != INT_SW_SFC_MARK)
+		return TC_ACT_OK;
+	slot = skb->mark & ~INT_SW_SFC_MARK_MASK;
+	skb->mark = 0;
+	sc = bpf_map_lookup_elem(&sfc_cfg, &key);
+	st = bpf_map_lookup_elem(&sfc, &key);
+	rec = bpf_map_lookup_elem(&sfc_ring, &slot);
+	if (!sc || !st || !rec)
+		return TC_ACT_SHOT;
+	l4 = ip_head(skb, &pi);
+	if (!l4 || sfc_addrs(skb, &pi, h.saddr, h.daddr) < 0 ||
+	    bpf_skb_load_bytes(skb, l4, &h.sport, 4) < 0 ||
+	    (pi.proto == IPPROTO_TCP && bpf_skb_load_bytes(skb, l4 + 4, &seq, 4) < 0))
+		goto bad;
+	h.magic = bpf_htonl(HPCC_SFC_MAGIC);
+	h.version = HPCC_SFC_VERSION;
+	h.family = pi.is_ip;
+	h.l4proto = pi.proto;
+	h.len = bpf_htons(HPCC_SFC_LEN);
+	h.pause_ns = bpf_htonl(rec->pause_ns);
+	h.qlen = bpf_htonl(rec->qlen);
+	h.seq = seq;
+	{
+		struct int_sw_cfg *c = bpf_map_lookup_elem(&cfg, &key);
+
+		if (!c)
+			goto bad;
+		h.speed = c->speed_code;
+		h.switch_id = bpf_htonl(c->switch_id);
+		h.port_id = bpf_htons(sc->ifindex);
+	}
+	uh.source = bpf_htons(sc->udp_port);
+	uh.dest = bpf_htons(sc->udp_port);
+	uh.len = bpf_htons(sizeof(uh) + HPCC_SFC_LEN);
+
+	if (pi.is_ip == 4) {
+		struct iphdr iph = {};
+
+		l4 = ETH_HLEN + sizeof(iph);
+		len = l4 + sizeof(uh) + HPCC_SFC_LEN;
+		iph.version = 4;
+		iph.ihl = 5;
+		iph.tos = pi.tos & ~3;
+		iph.tot_len = bpf_htons(len - ETH_HLEN);
+		iph.frag_off = bpf_htons(0x4000);	/* DF */
+		iph.ttl = HPCC_SFC_TTL;
+		iph.protocol = IPPROTO_UDP;
+		__builtin_memcpy(&iph.saddr, sc->addr4, 4);
+		__builtin_memcpy(&iph.daddr, h.saddr, 4);
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)&iph, sizeof(iph), 0);
+		if (sum < 0)
+			goto bad;
+		iph.check = csum_fold32(sum);	/* UDP checksum 0: none (IPv4) */
+		if (bpf_skb_change_tail(skb, len, 0) < 0 ||
+		    bpf_skb_store_bytes(skb, ETH_HLEN, &iph, sizeof(iph), 0) < 0)
+			goto bad;
+		fib.family = 2;	/* AF_INET */
+		fib.ipv4_src = iph.saddr;
+		fib.ipv4_dst = iph.daddr;
+	} else {
+		struct ipv6hdr ip6h = {};
+		struct sfc_pseudo6 ph = {};
+		__u8 *b = (__u8 *)&ip6h;
+
+		l4 = ETH_HLEN + sizeof(ip6h);
+		len = l4 + sizeof(uh) + HPCC_SFC_LEN;
+		b[0] = 0x60 | ((pi.tos & ~3) >> 4);
+		b[1] = (pi.tos & ~3) << 4;
+		ip6h.payload_len = uh.len;
+		ip6h.nexthdr = IPPROTO_UDP;
+		ip6h.hop_limit = HPCC_SFC_TTL;
+		__builtin_memcpy(&ip6h.saddr, sc->addr6, 16);
+		__builtin_memcpy(&ip6h.daddr, h.saddr, 16);
+		__builtin_memcpy(ph.saddr, sc->addr6, 16);
+		__builtin_memcpy(ph.daddr, h.saddr, 16);
+		ph.len = bpf_htonl(sizeof(uh) + HPCC_SFC_LEN);
+		ph.nexthdr = bpf_htonl(IPPROTO_UDP);
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+		if (sum >= 0)
+			sum = bpf_csum_diff(NULL, 0, (__be32 *)&uh, sizeof(uh), sum);
+		if (sum >= 0)
+			sum = bpf_csum_diff(NULL, 0, (__be32 *)&h, sizeof(h), sum);
+		if (sum < 0)
+			goto bad;
+		uh.check = csum_fold32(sum);
+		if (!uh.check)
+			uh.check = 0xffff;
+		if (bpf_skb_change_tail(skb, len, 0) < 0 ||
+		    bpf_skb_store_bytes(skb, ETH_HLEN, &ip6h, sizeof(ip6h), 0) < 0)
+			goto bad;
+		fib.family = 10;	/* AF_INET6 */
+		__builtin_memcpy(fib.ipv6_src, sc->addr6, 16);
+		__builtin_memcpy(fib.ipv6_dst, h.saddr, 16);
+	}
+	if (bpf_skb_store_bytes(skb, l4, &uh, sizeof(uh), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, l4 + sizeof(uh), &h, sizeof(h), 0) < 0)
+		goto bad;
+	fib.ifindex = skb->ingress_ifindex;
+	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		goto bad;
+	/* Not held by the next port's fq: the signal skips every queue. */
+	bpf_skb_set_tstamp(skb, 0, 0);
+	__sync_fetch_and_add(&st->signals_sent, 1);
+	return bpf_redirect_neigh(fib.ifindex, NULL, 0, 0);
+bad:
+	if (st)
+		__sync_fetch_and_add(&st->build_errors, 1);
+	return TC_ACT_SHOT;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -79,4 +79,67 @@ struct int_sw_log_rec {
 	__u16 wire;		/* wire bytes, saturated at 0xffff */
 };
 
+/*
+ * Source Flow Control (include/hpcc_sfc.h), per port, off unless
+ * sfc_cfg.trigger_bytes is set. A data packet (TCP or UDP over IPv4, or
+ * IPv6 without extension headers; not a probe, a response or a signal)
+ * that finds backlog >= trigger_bytes queued ahead of it makes the port
+ * signal its sender, unless that flow was signalled within suppress_ns
+ * (sfc_flows, LRU) or the port's token bucket (rate per second, burst) is
+ * empty. pause = (backlog - target_bytes) * 8 / rate_bps, at least 1 ns.
+ *
+ * The signal leaves at once, not behind the queue: the egress program
+ * records it in sfc_ring, tags a clone of the data packet with
+ * INT_SW_SFC_MARK | slot in skb->mark and redirects the clone to the
+ * ingress of port ifindex; the ingress program (int_switch_sfc) rewrites
+ * the clone into the signal (source addr4/addr6, TTL 255, UDP to
+ * udp_port) and redirects it toward the data packet's source by a FIB
+ * lookup. The data packet itself is not changed (its mark is restored).
+ */
+#define INT_SW_SFC_MARK		0x5fc00000U
+#define INT_SW_SFC_MARK_MASK	0xffff0000U
+#define INT_SW_SFC_RING		256	/* in-flight signals (slot = low bits) */
+#define INT_SW_SFC_FLOWS	4096	/* suppression entries (LRU) */
+
+struct int_sw_sfc_cfg {
+	__u64 trigger_bytes;	/* 0: SFC off on this port */
+	__u64 target_bytes;	/* drain target */
+	__u64 suppress_ns;	/* per-flow: at most one signal per interval */
+	__u32 rate;		/* signals per second (token bucket) */
+	__u32 burst;		/* bucket depth, signals */
+	__u32 ifindex;		/* this port's ifindex (the clone's ingress) */
+	__u32 udp_port;		/* destination port of signals */
+	__u8 addr4[4];		/* the switch's own IPv4 address (signal source) */
+	__u8 addr6[16];		/* the switch's own IPv6 address */
+	__u32 _pad;
+};
+
+struct int_sw_sfc {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	__u64 tokens;		/* token bucket, in 10^-9 signals */
+	__u64 last_ns;		/* last refill */
+	__u64 ring_next;	/* next sfc_ring slot (mod INT_SW_SFC_RING) */
+	__u64 triggered;	/* data packets that found backlog >= trigger */
+	__u64 suppressed;	/* of those, within suppress_ns of the flow's last signal */
+	__u64 rate_limited;	/* of those, refused by the bucket */
+	__u64 clone_errors;	/* bpf_clone_redirect failed */
+	__u64 signals_sent;	/* signals built and redirected toward the sender */
+	__u64 build_errors;	/* clones that could not be made into a signal or routed */
+};
+
+/* One signal in flight from the egress to the ingress program. */
+struct int_sw_sfc_rec {
+	__u32 pause_ns;
+	__u32 qlen;
+};
+
+struct int_sw_sfc_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u32 proto;
+};
+
 #endif /* _HPCC_INT_SWITCH_H */

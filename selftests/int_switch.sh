@@ -8,8 +8,9 @@
 #
 # A port of an emulated switch is one instance of int_switch.bpf.c on the
 # clsact egress hook of a device in a switch netns, with sch_fq as the root
-# qdisc enforcing the departure times the program sets. Its maps are pinned
-# in $(intsw_dir NS DEV) = /sys/fs/bpf/hpcc/NS/DEV/{prog,cfg,port,hist}, in
+# qdisc enforcing the departure times the program sets. Its programs and
+# maps are pinned in $(intsw_dir NS DEV) = /sys/fs/bpf/hpcc/NS/DEV/
+# {progs/,cfg,port,hist,sfc_cfg,sfc,...}, in
 # the init mount namespace (bpftool and intsw.py read them from there; not
 # from `ip netns exec`, which remounts /sys). Layouts: int_switch.h. E.g.
 #   bpftool -j map dump pinned /sys/fs/bpf/hpcc/hpcc-sw1/rcv/port
@@ -26,6 +27,16 @@
 #       probe_dscp=N   (0x0b)            DSCP of probes to stamp
 #       bucket=BYTES   (512)             histogram bucket width
 #   intsw_config NS DEV [key=value ...]  change/print config (same keys)
+#   intsw_sfc NS DEV [key=value ...]     Source Flow Control signals from the
+#                                        port (include/hpcc_sfc.h; off unless
+#                                        called); keys:
+#       trigger=BYTES  (ecn_k, else buffer/4)  signal at this backlog; 0: off
+#       target=BYTES   (trigger/10)      drain target of the pause
+#       suppress_us=N  (200)             per-flow suppression window
+#       rate=N burst=N (100000/s, 64)    the port's token bucket
+#       port=N         (6535)            UDP port of signals
+#       addr4=A addr6=A                  the switch's own source addresses
+#                                        (default 10.255.0.ID, fd00:ff::ID)
 #   intsw_stats NS DEV [--json]          counters, backlog, queue mean/p50/p99/max
 #   intsw_get NS DEV KEY                 one value of intsw_stats
 #   intsw_reset NS DEV                   zero counters, virtual clock and histogram
@@ -45,8 +56,8 @@
 #       10.1.<i>.1) -> hpcc-sw1 (ports s<i>) -> ... -> hpcc-sw<NSW> -> hpcc-rcv
 #       (eth0). Data-direction ports: hpcc-sw<k>/next toward the next switch,
 #       hpcc-sw<NSW>/rcv toward the receiver. No emulator attached.
-#   intsw_topo_single [rate_mbit= rtt_us= buffer= ecn_k= tso=]   (a)
-#   intsw_topo_fanin N [rate_mbit= rtt_us= buffer= ecn_k= tso=]  (b)
+#   intsw_topo_single [rate_mbit= rtt_us= buffer= ecn_k= tso= split=]   (a)
+#   intsw_topo_fanin N [rate_mbit= rtt_us= buffer= ecn_k= tso= split=]  (b)
 #   intsw_topo_twohop N [rate_mbit= rate1_mbit= rtt_us= buffer= ecn_k= tso=]  (c)
 #       defaults: 100 Mbit/s, 2000 us, buffer 4 BDP, ecn_k 0, tso on
 #       (tso=off: intsw_sender_offload off on the senders).
@@ -82,7 +93,7 @@ _intsw_log() { echo "int_switch: $*" >&2; }
 # next to it (make -C selftests) or in $INTSW_BUILD_DIR; sets INTSW_OBJ.
 intsw_build() {
 	local deps=("$INTSW_SRC" "$INTSW_DIR/int_switch.h" "$HPCC_ROOT/include/hpcc_int.h"
-		"$HPCC_ROOT/include/hpcc_probe.h")
+		"$HPCC_ROOT/include/hpcc_probe.h" "$HPCC_ROOT/include/hpcc_sfc.h")
 	local cand d fresh
 	for cand in ${INTSW_OBJ:+"$INTSW_OBJ"} "$INTSW_DIR/int_switch.bpf.o" "$INTSW_BUILD_DIR/int_switch.bpf.o"; do
 		[ -f "$cand" ] || continue
@@ -181,8 +192,8 @@ intsw_attach() { # intsw_attach NS DEV [key=value ...]
 	d=$(intsw_dir "$ns" "$dev")
 	rm -rf "$d"
 	mkdir -p "$d" || return 1
-	bpftool prog load "$INTSW_OBJ" "$d/prog" type classifier pinmaps "$d" || {
-		_intsw_log "bpftool prog load failed for $ns/$dev"; return 1; }
+	bpftool prog loadall "$INTSW_OBJ" "$d/progs" type classifier pinmaps "$d" || {
+		_intsw_log "bpftool prog loadall failed for $ns/$dev"; return 1; }
 	# struct int_sw_cfg (int_switch.h), written whole: the maps are new.
 	local -A c=([rate_bps]=0 [buffer_bytes]=0 [ecn_k_bytes]=0 [delay_ns]=0 [switch_id]=0
 		[speed_code]=-1 [probe_dscp]=${HPCC_PROBE_DSCP:-11} [hist_bucket_bytes]=512)
@@ -207,13 +218,42 @@ intsw_attach() { # intsw_attach NS DEV [key=value ...]
 	nsenter --net="/run/netns/$ns" tc -b - <<-EOF || return 1
 		qdisc replace dev $dev root fq limit 1000000 flow_limit 1000000 horizon 10s horizon_cap nopacing
 		qdisc replace dev $dev clsact
-		filter replace dev $dev egress pref 1 handle 1 bpf da pinned $d/prog
+		filter replace dev $dev egress pref 1 handle 1 bpf da pinned $d/progs/int_switch_egress
 	EOF
+}
+
+intsw_sfc() { # intsw_sfc NS DEV [key=value ...]
+	local ns=$1 dev=$2 d a k v
+	shift 2
+	d=$(intsw_dir "$ns" "$dev")
+	local cfg id ecn_k buffer
+	cfg=$("$INTSW_PY" "$INTSW_DIR/intsw.py" config "$d") || return 1
+	id=$(($(echo "$cfg" | tr ' ' '\n' | awk -F= '$1 == "switch_id" { print $2 }') & 0xff))
+	ecn_k=$(echo "$cfg" | tr ' ' '\n' | awk -F= '$1 == "ecn_k_bytes" { print $2 }')
+	buffer=$(echo "$cfg" | tr ' ' '\n' | awk -F= '$1 == "buffer_bytes" { print $2 }')
+	local -A c=([trigger]=$((ecn_k > 0 ? ecn_k : buffer / 4)) [target]= [suppress_us]=200
+		[rate]=100000 [burst]=64 [port]=6535 [addr4]=10.255.0.$id [addr6]=fd00:ff::$id)
+	for a in "$@"; do
+		k=${a%%=*}
+		v=${a#*=}
+		[ -n "${c[$k]+x}" ] || { _intsw_log "unknown SFC key $k"; return 1; }
+		c[$k]=$v
+	done
+	[ -n "${c[target]}" ] || c[target]=$((c[trigger] / 10))
+	"$INTSW_PY" "$INTSW_DIR/intsw.py" sfc "$d" trigger_bytes="${c[trigger]}" \
+		target_bytes="${c[target]}" suppress_ns=$((c[suppress_us] * 1000)) rate="${c[rate]}" \
+		burst="${c[burst]}" ifindex="$(
+			ip netns exec "$ns" cat "/sys/class/net/$dev/ifindex")" udp_port="${c[port]}" \
+		addr4="${c[addr4]}" addr6="${c[addr6]}" >/dev/null || return 1
+	# The clone of a triggering packet comes back in on the port's ingress.
+	nsenter --net="/run/netns/$ns" tc filter replace dev "$dev" ingress pref 1 handle 1 \
+		bpf da pinned "$d/progs/int_switch_sfc"
 }
 
 intsw_detach() { # intsw_detach NS DEV
 	local ns=$1 dev=$2
 	tc -n "$ns" filter del dev "$dev" egress 2>/dev/null
+	tc -n "$ns" filter del dev "$dev" ingress 2>/dev/null
 	tc -n "$ns" qdisc del dev "$dev" clsact 2>/dev/null
 	tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null
 	rm -rf "$(intsw_dir "$ns" "$dev")"
@@ -322,7 +362,11 @@ _intsw_commit() { # runs the queued batches
 intsw_topo_chain() { # intsw_topo_chain NSND NSW RTT_US
 	local nsnd=$1 nsw=$2 rtt=$3 i k
 	intsw_cleanup
-	for k in $(seq 1 "$nsw"); do _intsw_ns "hpcc-sw$k" forwarding; done
+	for k in $(seq 1 "$nsw"); do
+		_intsw_ns "hpcc-sw$k" forwarding
+		# The switch's own address: the source of its SFC signals.
+		_intsw_b "hpcc-sw$k" "addr add 10.255.0.$k/32 dev lo"
+	done
 	_intsw_ns hpcc-rcv
 	for i in $(seq 1 "$nsnd"); do
 		_intsw_ns "hpcc-s$i"
@@ -361,6 +405,7 @@ intsw_ipv6() { # intsw_ipv6 NSND NSW
 	ip -n hpcc-rcv -6 route add default via fd00:2::2 || return 1
 	for k in $(seq 1 "$nsw"); do
 		ip netns exec "hpcc-sw$k" sysctl -qw net.ipv6.conf.all.forwarding=1 || return 1
+		ip -n "hpcc-sw$k" addr add "fd00:ff::$k/128" dev lo nodad || return 1
 	done
 }
 
@@ -374,8 +419,12 @@ _intsw_kv() { # _intsw_kv KEY DEFAULT ARGS... -> value of KEY= in ARGS, else DEF
 }
 
 # Common keys of the wrappers, with the defaults: 100 Mbit/s, 2 ms base RTT,
-# a buffer of 4 BDP, no ECN marking.
+# a buffer of 4 BDP, no ECN marking; split=1 puts half the base RTT after
+# the bottleneck port (its delay_us) and half on the way back to the
+# senders, so that an SFC signal from the bottleneck reaches its sender in
+# about half the base RTT (split=0: all of it on the way back).
 _intsw_common() {
+	split=$(_intsw_kv split 0 "$@")
 	rate=$(_intsw_kv rate_mbit 100 "$@")
 	rtt=$(_intsw_kv rtt_us 2000 "$@")
 	bdp=$((rate * 1000000 / 8 * rtt / 1000000))
@@ -400,22 +449,30 @@ intsw_sender_offload() {
 }
 
 intsw_topo_single() { # (a) one sender, one switch, one receiver
-	local rate rtt bdp buffer ecn_k tso
-	_intsw_common "$@"
-	intsw_topo_chain 1 1 "$rtt" || return 1
-	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
-	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 || return 1
-	INTSW_PORTS=(hpcc-sw1/rcv)
-	INTSW_BOTTLENECK=hpcc-sw1/rcv
+	intsw_topo_fanin 1 "$@"
+}
+
+# The first switch's delays for split=0/1 (see _intsw_common): the return
+# delay on its sender ports and the bottleneck's delay_us.
+_intsw_split() { # sets back_us and fwd_us from rtt and split
+	if [ "$split" = 1 ]; then
+		fwd_us=$((rtt / 2))
+		back_us=$((rtt - fwd_us))
+	else
+		fwd_us=0
+		back_us=$rtt
+	fi
 }
 
 intsw_topo_fanin() { # (b) N senders into one bottleneck
-	local n=$1 rate rtt bdp buffer ecn_k tso
+	local n=$1 rate rtt bdp buffer ecn_k tso split fwd_us back_us
 	shift
 	_intsw_common "$@"
-	intsw_topo_chain "$n" 1 "$rtt" || return 1
+	_intsw_split
+	intsw_topo_chain "$n" 1 "$back_us" || return 1
 	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
-	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 || return 1
+	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 \
+		delay_us="$fwd_us" || return 1
 	INTSW_PORTS=(hpcc-sw1/rcv)
 	INTSW_BOTTLENECK=hpcc-sw1/rcv
 }
@@ -437,7 +494,7 @@ intsw_topo_many() {
 }
 
 intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
-	local n=$1 rate rtt bdp buffer ecn_k tso rate1
+	local n=$1 rate rtt bdp buffer ecn_k tso rate1 split
 	shift
 	_intsw_common "$@"
 	rate1=$(_intsw_kv rate1_mbit $((2 * rate)) "$@")
@@ -450,7 +507,7 @@ intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
 }
 
 intsw_topo_parallel() { # (d) two parallel switches; intsw_route moves the path
-	local rate rtt bdp buffer ecn_k tso x n
+	local rate rtt bdp buffer ecn_k tso x n split
 	_intsw_common "$@"
 	intsw_cleanup
 	_intsw_ns hpcc-s1

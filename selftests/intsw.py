@@ -11,8 +11,14 @@ the same data with field names), and crafts and captures HPCC++ probes.
                                         prints it (keys: rate_bps buffer_bytes
                                         ecn_k_bytes delay_ns switch_id
                                         speed_code probe_dscp hist_bucket_bytes)
-  intsw.py stats DIR [--json]           counters, backlog now, queue mean and
-                                        p50/p99/max from the histogram
+  intsw.py sfc DIR [key=value ...]      read-modify-write the port's SFC config;
+                                        prints it (keys: trigger_bytes
+                                        target_bytes suppress_ns rate burst
+                                        ifindex udp_port addr4 addr6; the
+                                        addresses as text)
+  intsw.py stats DIR [--json]           counters (SFC's prefixed sfc_), backlog
+                                        now, queue mean and p50/p99/max from
+                                        the histogram
   intsw.py reset DIR                    zero counters, virtual clock, histogram
   intsw.py sample DIR NS DEV INTERVAL DURATION
                                         one line per INTERVAL s: t_ns and the
@@ -74,6 +80,12 @@ LOG_LEN = 65536
 LOG_FMT = "<QIHH"                    # t_ns, backlog_flags, sport, wire
 LOG_DROPPED = 0x80000000             # INT_SW_LOG_DROPPED in backlog_flags
 LOG_WIRE_MAX = 0xFFFF                # wire saturates here
+SFC_CFG_FIELDS = ["trigger_bytes", "target_bytes", "suppress_ns", "rate", "burst",
+                  "ifindex", "udp_port", "addr4", "addr6"]
+SFC_CFG_FMT = "<QQQIIII4s16sI"      # ..., addr4, addr6, pad
+SFC_FIELDS = ["tokens", "last_ns", "ring_next", "triggered", "suppressed",
+              "rate_limited", "clone_errors", "signals_sent", "build_errors"]
+SFC_FMT = "<II" + "Q" * len(SFC_FIELDS)     # bpf_spin_lock, pad, state
 
 # ---- bpf(2) ------------------------------------------------------------------
 
@@ -121,12 +133,31 @@ class Port:
         self.hist = Map(os.path.join(d, "hist"), struct.calcsize(HIST_FMT))
         self.plog = Map(os.path.join(d, "plog"), struct.calcsize(LOG_FMT))
         self.plogi = Map(os.path.join(d, "plogi"), 8)
+        self.sfc_cfg = Map(os.path.join(d, "sfc_cfg"), struct.calcsize(SFC_CFG_FMT))
+        self.sfc = Map(os.path.join(d, "sfc"), struct.calcsize(SFC_FMT))
 
     def read_cfg(self):
         return dict(zip(CFG_FIELDS, struct.unpack(CFG_FMT, self.cfg.lookup(0))))
 
     def write_cfg(self, c):
         self.cfg.update(0, struct.pack(CFG_FMT, *[int(c[f]) for f in CFG_FIELDS]))
+
+    def read_sfc_cfg(self):
+        import socket
+        v = struct.unpack(SFC_CFG_FMT, self.sfc_cfg.lookup(0))
+        c = dict(zip(SFC_CFG_FIELDS, v))
+        c["addr4"] = socket.inet_ntop(socket.AF_INET, c["addr4"])
+        c["addr6"] = socket.inet_ntop(socket.AF_INET6, c["addr6"])
+        return c
+
+    def write_sfc_cfg(self, c):
+        import socket
+        v = [int(c[f]) for f in SFC_CFG_FIELDS[:7]]
+        v += [socket.inet_pton(socket.AF_INET, c["addr4"]), socket.inet_pton(socket.AF_INET6, c["addr6"]), 0]
+        self.sfc_cfg.update(0, struct.pack(SFC_CFG_FMT, *v))
+
+    def read_sfc(self):
+        return dict(zip(SFC_FIELDS, struct.unpack(SFC_FMT, self.sfc.lookup(0))[2:]))
 
     def read_port(self):
         return dict(zip(PORT_FIELDS, struct.unpack(PORT_FMT, self.port.lookup(0))[2:]))
@@ -138,6 +169,7 @@ class Port:
         self.port.update(0, bytes(struct.calcsize(PORT_FMT)))
         self.hist.update(0, bytes(struct.calcsize(HIST_FMT)))
         self.plogi.update(0, bytes(8))
+        self.sfc.update(0, bytes(struct.calcsize(SFC_FMT)))
 
     def read_log(self):
         """The logged packets, oldest first: (t_ns, backlog, sport, wire, dropped)."""
@@ -226,6 +258,7 @@ def stats(port):
         "qlen_p99_bytes": round(percentile(hist, width, 0.99), 1),
         "qlen_max_bytes": p["max_qlen_bytes"],
     })
+    s.update({"sfc_" + k: v for k, v in port.read_sfc().items() if k not in ("tokens", "last_ns", "ring_next")})
     return s
 
 
@@ -545,6 +578,18 @@ def main():
             c.update(parse_kv(args[1:], CFG_FIELDS))
             port.write_cfg(c)
             c = port.read_cfg()
+        print(" ".join(f"{k}={v}" for k, v in c.items()))
+    elif cmd == "sfc":
+        port = Port(args[0])
+        c = port.read_sfc_cfg()
+        for a in args[1:]:
+            k, _, v = a.partition("=")
+            if k not in SFC_CFG_FIELDS or not v:
+                sys.exit(f"intsw.py: unknown or empty key {a!r} (known: {' '.join(SFC_CFG_FIELDS)})")
+            c[k] = v if k.startswith("addr") else int(v, 0)
+        if args[1:]:
+            port.write_sfc_cfg(c)
+            c = port.read_sfc_cfg()
         print(" ".join(f"{k}={v}" for k, v in c.items()))
     elif cmd == "stats":
         s = stats(Port(args[0]))

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""SFC signals (include/hpcc_sfc.h) on the wire, for the selftests.
+
+  sfc_signal.py capture SECS [--port P] [--family 4|6] [--ready FILE]
+        receive every UDP datagram to port P (default: the header's
+        default) for SECS seconds on a raw socket and print one JSON line
+        per signal: arrival time, IP source, TTL / hop limit, checksums
+        and the decoded header fields; --ready: create FILE once listening
+  sfc_signal.py blast DST PORT SECS [--mbit R] [--size N] [--flows K]
+        send UDP datagrams of N bytes to DST:PORT at R Mbit/s for SECS
+        seconds from K sockets (K source ports), payload = flow index,
+        sequence number and a fixed pattern; prints {"sent", "secs"}
+  sfc_signal.py frames DEV PORT SECS (--in | --out)
+        capture the UDP datagrams to PORT on DEV (AF_PACKET) for SECS
+        seconds and print, per datagram, the first 8 payload bytes (blast's
+        flow and sequence number) and then its IP header without TTL and
+        header checksum (IPv4) or hop limit (IPv6), its UDP header and
+        payload, as hex: one line per frame, for comparing what left the
+        sender with what reached the receiver
+  sfc_signal.py inject --to A --dport P [--case SRC,TTL,SPORT,SEQ,VARIANT ...]
+                [--count N] [--pause-us U] [--qlen B]
+        for each case, send N signals (IPv4) from source address SRC (raw
+        socket, any source) with TTL to the host --to, naming the
+        connection --to:SPORT -> peer 10.0.2.1:P and sequence number SEQ;
+        variants: good, truncated (40-byte payload), badversion, udp
+        (l4proto UDP with a sequence number); without --case, one case
+        from --src --ttl --sport --seq --variant
+  sfc_signal.py sink PORT SECS
+        a TCP server that reads and discards one connection until it
+        closes, at most SECS seconds
+  sfc_signal.py tcpsend DST PORT SECS [--dev DEV]
+        one TCP connection writing as fast as it can for SECS seconds;
+        prints {"sport", "isn"} once connected and {"sport", "isn",
+        "bytes"} at the end (the ISN from its SYN, captured on DEV,
+        default eth0)
+
+The header's layout is read from include/hpcc_sfc.h (#define
+HPCC_SFC_OFF_*), so this file has no copy of it.
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hpcc_flow import csum  # noqa: E402  (RFC 1071, complemented)
+
+ROOT = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def header():
+    text = open(os.path.join(ROOT, "include", "hpcc_sfc.h")).read()
+    return {n: int(v, 0) for n, v in re.findall(r"#define HPCC_SFC_(\w+)\s+(0x[0-9a-fA-F]+|\d+)", text)}
+
+
+H = header()
+
+
+def decode(p):
+    """The fields of a signal's UDP payload, or None if it is not one."""
+    if len(p) < H["LEN"] or struct.unpack_from("!I", p, 0)[0] != H["MAGIC"]:
+        return None
+    fam = p[H["OFF_FAMILY"]]
+    alen = 4 if fam == 4 else 16
+    af = socket.AF_INET if fam == 4 else socket.AF_INET6
+    u16 = lambda o: struct.unpack_from("!H", p, o)[0]
+    u32 = lambda o: struct.unpack_from("!I", p, o)[0]
+    return {
+        "len": len(p), "version": p[H["OFF_VERSION"]], "family": fam,
+        "l4proto": p[H["OFF_L4PROTO"]], "speed": p[H["OFF_SPEED"]], "len_field": u16(H["OFF_LEN"]),
+        "pause_ns": u32(H["OFF_PAUSE"]), "qlen": u32(H["OFF_QLEN"]), "switch_id": u32(H["OFF_SWITCH"]),
+        "port_id": u16(H["OFF_PORT"]), "sport": u16(H["OFF_SPORT"]), "dport": u16(H["OFF_DPORT"]),
+        "reserved2": u16(H["OFF_DPORT"] + 2), "seq": u32(H["OFF_SEQ"]),
+        "saddr": socket.inet_ntop(af, p[H["OFF_SADDR"]:H["OFF_SADDR"] + alen]),
+        "daddr": socket.inet_ntop(af, p[H["OFF_DADDR"]:H["OFF_DADDR"] + alen]),
+        "addr_pad_zero": fam == 6 or not any(p[H["OFF_SADDR"] + 4:H["OFF_SADDR"] + 16] +
+                                             p[H["OFF_DADDR"] + 4:H["OFF_DADDR"] + 16]),
+    }
+
+
+def capture(a):
+    port = a.port or H["PORT_DEFAULT"]
+    if a.family == 4:
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    else:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVPKTINFO, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    s.settimeout(0.2)
+    if a.ready:
+        open(a.ready, "w").close()
+    end = time.monotonic() + a.secs
+    n = 0
+    while time.monotonic() < end:
+        try:
+            data, anc, _, src = s.recvmsg(4096, 256)
+        except socket.timeout:
+            continue
+        t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if a.family == 4:
+            ihl = (data[0] & 15) * 4
+            ttl, ip_ok, udp = data[8], csum(data[:ihl]) == 0, data[ihl:]
+            udp_ok = struct.unpack_from("!H", udp, 6)[0] == 0 or None
+        else:
+            ttl = next((struct.unpack("i", d)[0] for lvl, typ, d in anc
+                        if lvl == socket.IPPROTO_IPV6 and typ == socket.IPV6_HOPLIMIT), None)
+            ip_ok, udp = None, data
+            udp_ok = None  # verified below with the pseudo-header
+        if len(udp) < 8 or struct.unpack_from("!H", udp, 2)[0] != port:
+            continue
+        sig = decode(udp[8:])
+        if sig is None:
+            continue
+        if a.family == 6:
+            dst = next((d[:16] for lvl, typ, d in anc if lvl == socket.IPPROTO_IPV6 and typ == socket.IPV6_PKTINFO), None)
+            ph = socket.inet_pton(socket.AF_INET6, src[0]) + (dst or bytes(16)) + struct.pack("!II", len(udp), 17)
+            udp_ok = dst is not None and csum(ph + udp) == 0
+        sig.update({"t_ns": t, "src": src[0], "ttl": ttl, "ip_csum_ok": ip_ok, "udp_csum_ok": udp_ok,
+                    "udp_sport": struct.unpack_from("!H", udp, 0)[0], "udp_len": struct.unpack_from("!H", udp, 4)[0]})
+        print(json.dumps(sig), flush=True)
+        n += 1
+    return 0
+
+
+def blast(a):
+    fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
+    socks = [socket.socket(fam, socket.SOCK_DGRAM) for _ in range(a.flows)]
+    gap = a.size * 8 / (a.mbit * 1e6)
+    pat = bytes(range(256)) * (a.size // 256 + 1)
+    t0 = time.monotonic()
+    nxt, seq = t0, 0
+    while time.monotonic() - t0 < a.secs:
+        f = seq % a.flows
+        msg = struct.pack("!II", f, seq) + pat[:a.size - 8]
+        try:
+            socks[f].sendto(msg, (a.dst, a.port))
+        except OSError:
+            pass
+        seq += 1
+        nxt += gap
+        d = nxt - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+    print(json.dumps({"sent": seq, "secs": round(time.monotonic() - t0, 3)}))
+    return 0
+
+
+def frames(a):
+    ETH_P_ALL = 3
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((a.dev, ETH_P_ALL))  # python converts to network order
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    s.settimeout(0.2)
+    want = socket.PACKET_OUTGOING if a.out else socket.PACKET_HOST
+    end = time.monotonic() + a.secs
+    while time.monotonic() < end:
+        try:
+            f, addr = s.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if addr[2] != want:
+            continue
+        eth = struct.unpack_from("!H", f, 12)[0]
+        ip = f[14:]
+        if eth == 0x0800 and ip[9] == 17:
+            ihl = (ip[0] & 15) * 4
+            hdr, l4 = ip[:8] + ip[9:10] + ip[12:ihl], ip[ihl:]
+        elif eth == 0x86DD and ip[6] == 17:
+            hdr, l4 = ip[:7] + ip[8:40], ip[40:]
+        else:
+            continue
+        if len(l4) >= 16 and struct.unpack_from("!H", l4, 2)[0] == a.port:
+            print(l4[8:16].hex(), (hdr + l4).hex(), flush=True)
+    return 0
+
+
+def sink(a):
+    ls = socket.socket(socket.AF_INET6 if ":" in a.bind else socket.AF_INET)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((a.bind, a.port))
+    ls.listen(16)
+    ls.settimeout(a.secs)
+    end = time.monotonic() + a.secs
+    try:
+        c, _ = ls.accept()
+    except socket.timeout:
+        return 1
+    c.settimeout(0.5)
+    while time.monotonic() < end:
+        try:
+            if not c.recv(1 << 16):
+                return 0
+        except socket.timeout:
+            continue
+    return 1
+
+
+def tcpsend(a):
+    ETH_P_ALL = 3
+    cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    cap.bind((a.dev, ETH_P_ALL))
+    cap.settimeout(0.2)
+    c = socket.create_connection((a.dst, a.port), timeout=10)
+    sport = c.getsockname()[1]
+    isn, end = None, time.monotonic() + 5
+    while isn is None and time.monotonic() < end:
+        try:
+            f, addr = cap.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if addr[2] != socket.PACKET_OUTGOING or struct.unpack_from("!H", f, 12)[0] != 0x0800 or f[23] != 6:
+            continue
+        tcp = f[14 + (f[14] & 15) * 4:]
+        if struct.unpack_from("!H", tcp, 0)[0] == sport and tcp[13] & 0x02:
+            isn = struct.unpack_from("!I", tcp, 4)[0]
+    cap.close()
+    print(json.dumps({"sport": sport, "isn": isn}), flush=True)
+    n, buf = 0, b"x" * 65536
+    end = time.monotonic() + a.secs
+    c.settimeout(1)
+    while time.monotonic() < end:
+        try:
+            n += c.send(buf)
+        except socket.timeout:
+            pass
+    c.close()
+    print(json.dumps({"sport": sport, "isn": isn, "bytes": n}))
+    return 0 if isn is not None else 1
+
+
+def encode(fam, proto, speed, pause_ns, qlen, switch_id, port_id, sport, dport, seq, saddr, daddr):
+    """A signal's UDP payload (layout from include/hpcc_sfc.h)."""
+    p = bytearray(H["LEN"])
+    struct.pack_into("!I", p, 0, H["MAGIC"])
+    p[H["OFF_VERSION"]], p[H["OFF_FAMILY"]], p[H["OFF_L4PROTO"]], p[H["OFF_SPEED"]] = H["VERSION"], fam, proto, speed
+    struct.pack_into("!H", p, H["OFF_LEN"], H["LEN"])
+    struct.pack_into("!III", p, H["OFF_PAUSE"], pause_ns, qlen, switch_id)
+    struct.pack_into("!HHH", p, H["OFF_PORT"], port_id, sport, dport)
+    struct.pack_into("!I", p, H["OFF_SEQ"], seq)
+    af = socket.AF_INET if fam == 4 else socket.AF_INET6
+    p[H["OFF_SADDR"]:H["OFF_SADDR"] + (4 if fam == 4 else 16)] = socket.inet_pton(af, saddr)
+    p[H["OFF_DADDR"]:H["OFF_DADDR"] + (4 if fam == 4 else 16)] = socket.inet_pton(af, daddr)
+    return bytes(p)
+
+
+def inject(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    out = []
+    # One case per --case SRC,TTL,SPORT,SEQ,VARIANT (default: the options).
+    for case in a.case or ["%s,%d,%d,%d,%s" % (a.src, a.ttl, a.sport, a.seq, a.variant)]:
+        src, ttl, sport, seq, variant = case.split(",")
+        proto = 17 if variant == "udp" else 6
+        pay = encode(4, proto, 12, a.pause_us * 1000, a.qlen, 0x101, 1, int(sport), a.dport, int(seq), a.to, a.peer)
+        if variant == "truncated":
+            pay = pay[:40]
+        elif variant == "badversion":
+            pay = pay[:H["OFF_VERSION"]] + b"\x02" + pay[H["OFF_VERSION"] + 1:]
+        udp = struct.pack("!HHHH", a.port, a.port, 8 + len(pay), 0) + pay
+        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, int(ttl), 17, 0,
+                                   socket.inet_aton(src), socket.inet_aton(a.to)))
+        struct.pack_into("!H", ip, 10, csum(bytes(ip)))
+        for _ in range(a.count):
+            s.sendto(bytes(ip) + udp, (a.to, 0))
+            time.sleep(a.gap)
+        out.append(variant)
+    print(json.dumps({"sent_each": a.count, "cases": out}))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("capture")
+    c.add_argument("secs", type=float)
+    c.add_argument("--port", type=int, default=0)
+    c.add_argument("--family", type=int, default=4, choices=(4, 6))
+    c.add_argument("--ready", help="create this file once the socket is open")
+    b = sub.add_parser("blast")
+    b.add_argument("dst")
+    b.add_argument("port", type=int)
+    b.add_argument("secs", type=float)
+    b.add_argument("--mbit", type=float, default=20)
+    b.add_argument("--size", type=int, default=1000)
+    b.add_argument("--flows", type=int, default=1)
+    f = sub.add_parser("frames")
+    f.add_argument("dev")
+    f.add_argument("port", type=int)
+    f.add_argument("secs", type=float)
+    g = f.add_mutually_exclusive_group(required=True)
+    g.add_argument("--in", dest="inp", action="store_true")
+    g.add_argument("--out", action="store_true")
+    j = sub.add_parser("inject")
+    j.add_argument("--src", default="10.255.0.1")
+    j.add_argument("--case", action="append")
+    j.add_argument("--to", required=True)
+    j.add_argument("--peer", default="10.0.2.1")
+    j.add_argument("--sport", type=int, default=1)
+    j.add_argument("--dport", type=int, required=True)
+    j.add_argument("--seq", type=int, default=0)
+    j.add_argument("--ttl", type=int, default=255)
+    j.add_argument("--count", type=int, default=10)
+    j.add_argument("--gap", type=float, default=0.01)
+    j.add_argument("--pause-us", type=int, default=5000)
+    j.add_argument("--qlen", type=int, default=50000)
+    j.add_argument("--port", type=int, default=H["PORT_DEFAULT"])
+    j.add_argument("--variant", default="good", choices=("good", "truncated", "badversion", "udp"))
+    k = sub.add_parser("sink")
+    k.add_argument("port", type=int)
+    k.add_argument("secs", type=float)
+    k.add_argument("--bind", default="0.0.0.0")
+    t = sub.add_parser("tcpsend")
+    t.add_argument("dst")
+    t.add_argument("port", type=int)
+    t.add_argument("secs", type=float)
+    t.add_argument("--dev", default="eth0")
+    a = p.parse_args()
+    return {"capture": capture, "blast": blast, "frames": frames, "sink": sink, "tcpsend": tcpsend,
+            "inject": inject}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
