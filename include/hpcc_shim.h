@@ -69,6 +69,35 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const __u8 laddr[16],
 	       __be16 lport, const __u8 raddr[16], __be16 rport,
 	       struct sk_buff *skb, __u8 tos);
 
+/*
+ * Source Flow Control (rust/sfc_rx.rs).
+ *
+ * hpcc_sfc_lock()/unlock(): one spin lock (BH-safe) around the per-netns
+ * token buckets of accepted signals; taken only for signals from an
+ * allowed source with TTL 255.
+ *
+ * hpcc_sfc_sock(): the TCP socket in @net with local @laddr:@lport and
+ * remote @raddr:@rport (ports in network order) that can have data in
+ * flight (ESTABLISHED, CLOSE_WAIT, FIN_WAIT1, CLOSING, LAST_ACK), found
+ * as TCP's receive path finds it for a packet that came in as @rx, with a
+ * reference and bh_lock_sock() held; NULL if none. Release it with
+ * hpcc_sfc_sock_done().
+ *
+ * hpcc_tcp_pause(): moves the socket's departure clock
+ * (tp->tcp_wstamp_ns) to @until_ns if that is later: TCP stamps its next
+ * packets no earlier, so fq (or TCP's own pacing timer) holds them, and
+ * its retransmission timers add the delay. The caller holds the socket
+ * (bh_lock_sock and not owned by user, or a congestion-control hook).
+ */
+void hpcc_sfc_lock(void);
+void hpcc_sfc_unlock(void);
+struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
+			   const __u8 laddr[16], __be16 lport,
+			   const __u8 raddr[16], __be16 rport);
+void hpcc_sfc_sock_done(struct sock *sk);
+bool hpcc_sock_owned_by_user(const struct sock *sk);
+void hpcc_tcp_pause(struct sock *sk, __u64 until_ns);
+
 /* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
  * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */
 struct hpcc_trace_rec {

@@ -29,6 +29,8 @@ use crate::bindings;
 use crate::flow::{table, FlowObj, Mail, NonceCheck};
 use crate::netns::NetRef;
 use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_LEN, MAX_PACKET_LEN};
+use crate::hpcc_core::sfc;
+use crate::sfc_rx;
 use crate::hpcc_core::wire::{self, WireError};
 use crate::params;
 use crate::sock::TcpSock;
@@ -223,7 +225,22 @@ unsafe extern "C" fn hpcc_nf_local_in(
     let mut buf = [0u8; MAX_PACKET_LEN + 40];
     let (pd, rd) = params::dscps();
     let n = rx.copy_prefix(buf.get_mut(..CANDIDATE_LEN).unwrap_or(&mut []));
-    if !probe::is_candidate(buf.get(..n).unwrap_or(&[]), pd, rd) {
+    let head = buf.get(..n).unwrap_or(&[]);
+    if sfc::is_candidate(head) {
+        let n = rx.copy_prefix(buf.get_mut(..sfc::MAX_SIGNAL_PACKET).unwrap_or(&mut []));
+        // SAFETY: this hook's netns and live skb, under netfilter's RCU
+        // read lock.
+        return match unsafe { sfc_rx::on_udp(net, skb, buf.get(..n).unwrap_or(&[]), now_ns()) } {
+            sfc_rx::Verdict::Pass => bindings::NF_ACCEPT,
+            sfc_rx::Verdict::Consume => {
+                // SAFETY: we own the skb once we return NF_STOLEN; freed
+                // exactly once here, as consumed.
+                unsafe { bindings::consume_skb(skb) };
+                bindings::NF_STOLEN
+            }
+        };
+    }
+    if !probe::is_candidate(head, pd, rd) {
         return bindings::NF_ACCEPT;
     }
     let n = rx.copy_prefix(&mut buf);

@@ -22,6 +22,7 @@
 
 use crate::bindings;
 use crate::flow::{FlowObj, NoState, Owned};
+use crate::hpcc_core::sfc::WindowCut;
 use crate::hpcc_core::fallback::Fallback;
 use crate::hpcc_core::guard::{init_cwnd, telemetry_cwnd, Capped, DeliveryBound};
 use crate::hpcc_core::probe;
@@ -35,7 +36,7 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, Ordering::{Acquire, Relaxed}};
 use kernel::prelude::*;
 use kernel::error::{to_result, Result};
 
@@ -204,6 +205,8 @@ fn new_owned(tp: &TcpSock<'_>, k: &Knobs) -> Option<Owned> {
         path_rate: 0,
         max_in_flight: 0,
         had_response: false,
+        sfc_gen: 0,
+        sfc_cut: WindowCut::default(),
     })
 }
 
@@ -274,6 +277,27 @@ fn hpcc_on_ack(tp: &mut TcpSock<'_>, k: &Knobs, flow: &FlowObj, now: u64, prior_
                 own.params = p;
                 own.base_rtt_ns = t;
             }
+        }
+    }
+
+    // An SFC signal since the last ACK (sfc_rx): the pause the hook could
+    // not apply while a process owned the socket, and the window cut.
+    let gen = flow.sfc.gen.load(Acquire);
+    if gen != own.sfc_gen {
+        own.sfc_gen = gen;
+        let until = flow.sfc.pause_until_ns.swap(0, Relaxed);
+        if until != 0 {
+            tp.pause_until(until);
+        }
+        if k.sfc_window_cut == 1 {
+            let speed = u8::try_from(flow.sfc.speed.load(Relaxed)).unwrap_or(0);
+            let rate = wire::rate_info(speed).map_or(0, |r| r.bps());
+            let eta = own.params.config().eta_ppm;
+            let w = own.law.window_bytes();
+            let cut = own.sfc_cut.on_signal(w, flow.sfc.qlen.load(Relaxed), rate, own.base_rtt_ns, eta, 0, now);
+            own.law.cut(&own.params, cut);
+            own.last_update_ns = now;
+            tp.count(Counter::SfcWindowCuts);
         }
     }
 

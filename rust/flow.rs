@@ -34,13 +34,14 @@ use crate::hpcc_core::guard::{admit_flow, Admit};
 use crate::hpcc_core::law::HpccFlow;
 use crate::hpcc_core::params::HpccParams;
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
+use crate::hpcc_core::sfc::WindowCut;
 use crate::netns::NetRef;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
 use core::ffi::{c_uint, c_void};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use kernel::error::{to_result, Result};
 use kernel::types::Opaque;
 
@@ -174,6 +175,42 @@ impl NonceRing {
     }
 }
 
+/// The newest accepted SFC signal of a flow, from the netfilter hook for
+/// the next ACK: the window cut's inputs and a pause the hook could not
+/// apply because the socket was owned by user. Racing writers may mix two
+/// signals' fields, which only changes which of two valid cuts applies.
+pub(crate) struct SfcMail {
+    /// Bumped after each signal's fields are stored.
+    pub(crate) gen: AtomicU32,
+    /// The bottleneck's queue, bytes.
+    pub(crate) qlen: AtomicU32,
+    /// The bottleneck's speed code.
+    pub(crate) speed: AtomicU32,
+    /// A pause not applied yet: the departure clock's target, ns (0: none).
+    pub(crate) pause_until_ns: AtomicU64,
+}
+
+impl SfcMail {
+    const fn new() -> Self {
+        Self {
+            gen: AtomicU32::new(0),
+            qlen: AtomicU32::new(0),
+            speed: AtomicU32::new(0),
+            pause_until_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Records an accepted signal (and a pause to apply later, if any).
+    pub(crate) fn put(&self, qlen: u32, speed: u8, deferred_until_ns: Option<u64>) {
+        self.qlen.store(qlen, Relaxed);
+        self.speed.store(u32::from(speed), Relaxed);
+        if let Some(t) = deferred_until_ns {
+            self.pause_until_ns.fetch_max(t, Relaxed);
+        }
+        self.gen.fetch_add(1, Release);
+    }
+}
+
 /// State only the socket's congestion-control hooks touch.
 pub(crate) struct Owned {
     /// The HPCC++ control law.
@@ -196,6 +233,10 @@ pub(crate) struct Owned {
     pub(crate) max_in_flight: u32,
     /// Whether a response was applied yet (`flows_with_telemetry`).
     pub(crate) had_response: bool,
+    /// The SFC signal generation last acted on.
+    pub(crate) sfc_gen: u32,
+    /// SFC window cuts (no compounding within an RTT).
+    pub(crate) sfc_cut: WindowCut,
 }
 
 /// Why a flow has no telemetry state.
@@ -222,6 +263,7 @@ pub(crate) struct FlowObj {
     net: NetRef,
     pub(crate) nonces: NonceRing,
     pub(crate) mailbox: Mailbox,
+    pub(crate) sfc: SfcMail,
     owned: UnsafeCell<Owned>,
 }
 
@@ -285,6 +327,7 @@ impl FlowObj {
                 net,
                 nonces: NonceRing::new(),
                 mailbox: Mailbox::new(),
+                sfc: SfcMail::new(),
                 owned: UnsafeCell::new(owned),
             })
         };

@@ -91,6 +91,23 @@ HPCC_PARAM(pacing_shift,
 
 HPCC_PARAM(max_flows_per_netns,
 	   "Most flows with telemetry state per network namespace; further flows run the fallback law; 0 = no limit (0..2^31, default 0)");
+HPCC_PARAM(sfc_enable,
+	   "1: act on Source Flow Control signals from switches in sfc_acl; 0: count them as disabled and pass them on (default 0)");
+HPCC_PARAM(sfc_port,
+	   "UDP port of SFC signals (1..65535, default 6535)");
+HPCC_PARAM(sfc_rate,
+	   "SFC signals a network namespace accepts per second (1..10^7, default 10000)");
+HPCC_PARAM(sfc_burst,
+	   "SFC signals a network namespace accepts in a burst (1..10^6, default 100)");
+HPCC_PARAM(sfc_max_pause_us,
+	   "Longest pause an SFC signal may set, in us (1..10^6, default 10000)");
+HPCC_PARAM(sfc_window_cut,
+	   "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only (default 1)");
+
+extern const struct kernel_param_ops hpcc_acl_param_ops;
+module_param_cb(sfc_acl, &hpcc_acl_param_ops, NULL, 0644);
+MODULE_PARM_DESC(sfc_acl,
+		 "Switches whose SFC signals are accepted: up to 16 IPv4/IPv6 prefixes ADDR/LEN, comma-separated (default empty: none)");
 
 void hpcc_rcu_read_lock(void)
 {
@@ -301,17 +318,17 @@ int hpcc_sk_send(struct sock *sk, struct sk_buff *skb, u8 tos)
 	return hpcc_sk_xmit(sk, skb, tos);
 }
 
-int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
-	       __be16 lport, const u8 raddr[16], __be16 rport,
-	       struct sk_buff *skb, u8 tos)
+/* The established or time-wait socket of a 4-tuple with a reference, on
+ * the incoming device (and L3 master device) of @rx as TCP's own receive
+ * path takes them, so connections bound to a device (SO_BINDTODEVICE, a
+ * link-local IPv6 scope, a VRF) are found too. */
+static struct sock *hpcc_lookup(struct net *net, const struct sk_buff *rx,
+				const u8 laddr[16], __be16 lport,
+				const u8 raddr[16], __be16 rport)
 {
 	__be32 l4, r4;
 	struct sock *sk;
-	int err;
 
-	/* The incoming device (and L3 master device) as TCP's own receive
-	 * path takes them, so connections bound to a device (SO_BINDTODEVICE,
-	 * a link-local IPv6 scope, a VRF) are found too. */
 	if (hpcc_v4(laddr, &l4) && hpcc_v4(raddr, &r4))
 		sk = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 					       r4, rport, l4, ntohs(lport),
@@ -328,6 +345,16 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
 	else
 		sk = NULL;
 #endif
+	return sk;
+}
+
+int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
+	       __be16 lport, const u8 raddr[16], __be16 rport,
+	       struct sk_buff *skb, u8 tos)
+{
+	struct sock *sk = hpcc_lookup(net, rx, laddr, lport, raddr, rport);
+	int err;
+
 	if (!sk) {
 		kfree_skb(skb);
 		return HPCC_TX_NO_SOCKET;
@@ -340,6 +367,57 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const u8 laddr[16],
 	}
 	sock_gen_put(sk);
 	return err;
+}
+
+/* ---- Source Flow Control (see hpcc_shim.h and rust/sfc_rx.rs) ---- */
+
+static DEFINE_SPINLOCK(hpcc_sfc_bucket_lock);
+
+void hpcc_sfc_lock(void)
+{
+	spin_lock_bh(&hpcc_sfc_bucket_lock);
+}
+
+void hpcc_sfc_unlock(void)
+{
+	spin_unlock_bh(&hpcc_sfc_bucket_lock);
+}
+
+struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
+			   const u8 laddr[16], __be16 lport,
+			   const u8 raddr[16], __be16 rport)
+{
+	struct sock *sk = hpcc_lookup(net, rx, laddr, lport, raddr, rport);
+
+	if (!sk)
+		return NULL;
+	if (!sk_fullsock(sk) ||
+	    !((1 << sk->sk_state) & (TCPF_ESTABLISHED | TCPF_CLOSE_WAIT | TCPF_FIN_WAIT1 |
+				     TCPF_CLOSING | TCPF_LAST_ACK))) {
+		sock_gen_put(sk);
+		return NULL;
+	}
+	bh_lock_sock(sk);
+	return sk;
+}
+
+void hpcc_sfc_sock_done(struct sock *sk)
+{
+	bh_unlock_sock(sk);
+	sock_gen_put(sk);
+}
+
+bool hpcc_sock_owned_by_user(const struct sock *sk)
+{
+	return sock_owned_by_user(sk);
+}
+
+void hpcc_tcp_pause(struct sock *sk, u64 until_ns)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (until_ns > tp->tcp_wstamp_ns)
+		tp->tcp_wstamp_ns = until_ns;
 }
 
 /* ---- The flow table (see hpcc_shim.h and rust/flow.rs) ---- */

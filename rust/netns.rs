@@ -10,6 +10,7 @@
 //! (mode 0400: the netns's root only; each netns sees its own counters).
 
 use crate::bindings;
+use crate::hpcc_core::sfc::TokenBucket;
 use crate::stats;
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
@@ -46,7 +47,8 @@ impl NetRef {
         // makes a NetRef, so net_generic() returns our zero-initialised,
         // suitably aligned `size_of::<NetState>()` bytes, which live until
         // the netns is freed, after every such path is gone. Its fields
-        // are atomics, so shared references are sound. ('static stands for
+        // are atomics, or in an UnsafeCell used under a lock, so shared
+        // references are sound. ('static stands for
         // "the netns's lifetime": no caller keeps it beyond a hook, a
         // socket or an object that pins the netns.)
         unsafe { &*bindings::hpcc_net_generic(self.0.as_ptr()).cast::<NetState>() }
@@ -54,7 +56,7 @@ impl NetRef {
 }
 
 /// What the module keeps per netns. All-zero is its initial state (the
-/// netns core zero-fills it).
+/// netns core zero-fills it; an all-zero token bucket fills on first use).
 pub(crate) struct NetState {
     /// Flow objects allocated for sockets of this netns and not yet freed
     /// (the per-netns limit counts these).
@@ -63,6 +65,8 @@ pub(crate) struct NetState {
     pub(crate) pending_free: AtomicU32,
     /// The event counters: `stats::N` u64 per CPU (null until init).
     counters: AtomicPtr<u64>,
+    /// SFC signals accepted (`sfc_rx`), only under `hpcc_sfc_lock()`.
+    pub(crate) sfc_bucket: UnsafeCell<TokenBucket>,
 }
 
 impl NetState {

@@ -16,9 +16,9 @@
 use crate::bindings;
 use crate::hpcc_core::fallback::FallbackParams;
 use crate::hpcc_core::params::{HpccConfig, HpccParams, Mode, ParamError};
-use crate::hpcc_core::{probe, wire};
-use core::ffi::{c_char, c_int, c_uint};
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use crate::hpcc_core::{probe, sfc, wire};
+use core::ffi::{c_char, c_int, c_uint, CStr};
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 
@@ -89,7 +89,20 @@ knobs! {
     hpcc_param_max_increase_pct, "max_increase_pct", 110, max_increase_pct;
     hpcc_param_qlen_min_filter, "qlen_min_filter", 0, qlen_min_filter;
     hpcc_param_max_flows_per_netns, "max_flows_per_netns", 0, max_flows_per_netns;
+    hpcc_param_sfc_enable, "sfc_enable", 0, sfc_enable;
+    hpcc_param_sfc_port, "sfc_port", sfc::PORT_DEFAULT as u32, sfc_port;
+    hpcc_param_sfc_rate, "sfc_rate", SFC_RATE_DEFAULT, sfc_rate;
+    hpcc_param_sfc_burst, "sfc_burst", SFC_BURST_DEFAULT, sfc_burst;
+    hpcc_param_sfc_max_pause_us, "sfc_max_pause_us", SFC_MAX_PAUSE_US_DEFAULT, sfc_max_pause_us;
+    hpcc_param_sfc_window_cut, "sfc_window_cut", 1, sfc_window_cut;
 }
+
+/// Signals a netns accepts per second, and its burst: an incast of a few
+/// hundred senders signalled once per RTT each stays below the rate.
+const SFC_RATE_DEFAULT: u32 = 10_000;
+const SFC_BURST_DEFAULT: u32 = 100;
+/// Longest pause applied: 10 ms, a few base RTTs in a data center.
+const SFC_MAX_PAUSE_US_DEFAULT: u32 = 10_000;
 
 /// Why a knob set was refused.
 #[derive(Clone, Copy)]
@@ -113,6 +126,8 @@ pub(crate) enum KnobError {
     PaceCap,
     /// `max_flows_per_netns` is above 2^31.
     FlowLimit,
+    /// An SFC knob is out of its range.
+    Sfc,
 }
 
 impl KnobError {
@@ -134,6 +149,10 @@ impl KnobError {
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
             Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
             Self::FlowLimit => "max_flows_per_netns must be at most 2^31",
+            Self::Sfc => {
+                "sfc_enable and sfc_window_cut must be 0 or 1, sfc_port 1..65535, sfc_rate 1..10^7, \
+                 sfc_burst 1..10^6, sfc_max_pause_us 1..10^6"
+            }
         }
     }
 }
@@ -218,6 +237,15 @@ impl Knobs {
         if self.max_flows_per_netns > 1 << 31 {
             return Err(KnobError::FlowLimit);
         }
+        if self.sfc_enable > 1
+            || self.sfc_window_cut > 1
+            || !(1..=65535).contains(&self.sfc_port)
+            || !(1..=sfc::MAX_RATE).contains(&self.sfc_rate)
+            || !(1..=sfc::MAX_BURST).contains(&self.sfc_burst)
+            || !(1..=sfc::MAX_PAUSE_US).contains(&self.sfc_max_pause_us)
+        {
+            return Err(KnobError::Sfc);
+        }
         Ok(())
     }
 }
@@ -283,5 +311,139 @@ static hpcc_param_ops: bindings::kernel_param_ops = bindings::kernel_param_ops {
     flags: 0,
     set: Some(hpcc_param_set),
     get: Some(bindings::param_get_uint),
+    free: None,
+};
+
+/// The SFC access list (`sfc_acl`), kept in atomics under a sequence
+/// count so the netfilter hook reads it without a lock: the parameter
+/// core serialises writers (kernel_param_lock); a reader retries while a
+/// write is in progress or happened during its copy.
+struct AclCell {
+    seq: AtomicU32,
+    n: AtomicU32,
+    /// Per prefix: address high and low 64 bits, length.
+    words: [AtomicU64; sfc::ACL_MAX * 3],
+}
+
+static SFC_ACL: AclCell = AclCell {
+    seq: AtomicU32::new(0),
+    n: AtomicU32::new(0),
+    words: [const { AtomicU64::new(0) }; sfc::ACL_MAX * 3],
+};
+
+/// A consistent copy of the access list.
+fn sfc_acl() -> sfc::Acl {
+    loop {
+        let s1 = SFC_ACL.seq.load(Acquire);
+        if s1 & 1 == 0 {
+            let mut acl = sfc::Acl::default();
+            let n = (SFC_ACL.n.load(Relaxed) as usize).min(sfc::ACL_MAX);
+            let mut ok = true;
+            for w in SFC_ACL.words.chunks_exact(3).take(n) {
+                let addr = (u128::from(w[0].load(Relaxed)) << 64) | u128::from(w[1].load(Relaxed));
+                let len = u8::try_from(w[2].load(Relaxed)).unwrap_or(u8::MAX);
+                // A torn copy can be refused; the count check retries it.
+                ok &= acl.push(addr, len).is_ok();
+            }
+            fence(Acquire);
+            if ok && SFC_ACL.seq.load(Relaxed) == s1 {
+                return acl;
+            }
+        }
+        core::hint::spin_loop();
+    }
+}
+
+/// Stores `acl` (writers are serialised by the parameter core).
+fn set_sfc_acl(acl: &sfc::Acl) {
+    SFC_ACL.seq.fetch_add(1, Relaxed);
+    fence(Release);
+    let mut n = 0;
+    for ((addr, len), w) in acl.entries().zip(SFC_ACL.words.chunks_exact(3)) {
+        w[0].store((addr >> 64) as u64, Relaxed);
+        w[1].store(addr as u64, Relaxed);
+        w[2].store(u64::from(len), Relaxed);
+        n += 1;
+    }
+    SFC_ACL.n.store(n, Relaxed);
+    SFC_ACL.seq.fetch_add(1, Release);
+}
+
+/// The host's SFC rules as the knobs set them now.
+pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
+    sfc::Rules {
+        enabled: k.sfc_enable == 1,
+        acl: if k.sfc_enable == 1 { sfc_acl() } else { sfc::Acl::default() },
+        rate: k.sfc_rate,
+        burst: k.sfc_burst,
+        max_pause_us: k.sfc_max_pause_us,
+    }
+}
+
+/// `kernel_param_ops.set` of `sfc_acl`: the whole list, replaced.
+unsafe extern "C" fn hpcc_acl_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+    if val.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the parameter core passes a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(val) };
+    let Ok(text) = text.to_str() else { return EINVAL.to_errno() };
+    match sfc::Acl::parse(text) {
+        Ok(acl) => {
+            set_sfc_acl(&acl);
+            0
+        }
+        Err(e) => {
+            pr_warn!("rejected sfc_acl: {:?} (up to {} IPv4/IPv6 prefixes ADDR/LEN, comma-separated)\n", e, sfc::ACL_MAX);
+            EINVAL.to_errno()
+        }
+    }
+}
+
+/// Writes into a byte buffer, truncating.
+struct BufWriter<'a> {
+    buf: &'a mut [u8],
+    n: usize,
+}
+
+impl core::fmt::Write for BufWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.buf.len().saturating_sub(self.n);
+        let k = s.len().min(room);
+        if let (Some(d), Some(src)) = (self.buf.get_mut(self.n..self.n + k), s.as_bytes().get(..k)) {
+            d.copy_from_slice(src);
+        }
+        self.n += k;
+        Ok(())
+    }
+}
+
+/// `kernel_param_ops.get` of `sfc_acl`: the prefixes, comma-separated.
+unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+    use core::fmt::Write;
+    if buffer.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the parameter core passes a PAGE_SIZE buffer (at least 4 KiB).
+    let buf = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), 4096) };
+    let mut w = BufWriter { buf, n: 0 };
+    for (i, (addr, len)) in sfc_acl().entries().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let v6 = core::net::Ipv6Addr::from(addr);
+        let _ = match v6.to_ipv4_mapped() {
+            Some(v4) if len >= 96 => write!(w, "{sep}{v4}/{}", len - 96),
+            _ => write!(w, "{sep}{v6}/{len}"),
+        };
+    }
+    let _ = w.write_str("\n");
+    c_int::try_from(w.n.min(4095)).unwrap_or(0)
+}
+
+/// The ops of `sfc_acl`.
+#[no_mangle]
+static hpcc_acl_param_ops: bindings::kernel_param_ops = bindings::kernel_param_ops {
+    flags: 0,
+    set: Some(hpcc_acl_set),
+    get: Some(hpcc_acl_get),
     free: None,
 };

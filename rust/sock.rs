@@ -272,6 +272,15 @@ impl<'a> TcpSock<'a> {
         );
     }
 
+    /// Holds the flow's next packets until `until_ns` (an SFC pause):
+    /// moves TCP's departure clock forward, never back.
+    #[inline]
+    pub(crate) fn pause_until(&mut self, until_ns: u64) {
+        // SAFETY: `tp` is a live tcp_sock owned by this hook (type
+        // invariant), which is the shim's requirement.
+        unsafe { bindings::hpcc_tcp_pause(self.tp.as_ptr().cast(), until_ns) }
+    }
+
     /// The congestion-control private area, typed.
     #[inline]
     pub(crate) fn ca<T: CaPriv>(&mut self) -> &mut T {
@@ -287,5 +296,73 @@ impl<'a> TcpSock<'a> {
         unsafe {
             &mut *core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_ca_priv).cast::<T>()
         }
+    }
+}
+
+/// A TCP socket the SFC path found by its 4-tuple from a netfilter hook:
+/// referenced and `bh_lock_sock()`ed for the life of this value, which
+/// releases both when dropped.
+///
+/// Invariant: `sk` is a full TCP socket (`struct tcp_sock`) returned by
+/// `hpcc_sfc_sock`, not yet passed to `hpcc_sfc_sock_done`.
+pub(crate) struct LockedSock(NonNull<bindings::sock>);
+
+impl LockedSock {
+    /// The socket of the connection `t` (local to remote) in `net` that
+    /// can have data in flight, found as TCP finds it for `rx`.
+    ///
+    /// # Safety
+    ///
+    /// `rx` is the live skb of the calling netfilter hook in `net`.
+    pub(crate) unsafe fn find(
+        net: crate::netns::NetRef,
+        rx: *const bindings::sk_buff,
+        t: &crate::hpcc_core::probe::Tuple,
+    ) -> Option<Self> {
+        // SAFETY: `net` and `rx` are live for the hook (caller contract);
+        // the addresses are 16-byte arrays the shim only reads.
+        let sk = unsafe {
+            bindings::hpcc_sfc_sock(net.as_ptr(), rx, t.saddr.as_ptr(), t.sport.to_be(), t.daddr.as_ptr(), t.dport.to_be())
+        };
+        NonNull::new(sk).map(Self)
+    }
+
+    /// The socket's identity (as `FlowObj::owned_by` compares it).
+    pub(crate) fn as_sock(&self) -> *const bindings::sock {
+        self.0.as_ptr()
+    }
+
+    /// `(snd_una, snd_nxt)`: the sequence space in flight.
+    pub(crate) fn window(&self) -> (u32, u32) {
+        let tp = self.0.as_ptr().cast::<bindings::tcp_sock>();
+        // SAFETY: a live tcp_sock (type invariant); both are aligned u32s
+        // the owner may update concurrently (the kernel's own error path
+        // reads them with READ_ONCE under bh_lock_sock, as here).
+        unsafe {
+            (
+                core::ptr::addr_of!((*tp).snd_una).read_volatile(),
+                core::ptr::addr_of!((*tp).snd_nxt).read_volatile(),
+            )
+        }
+    }
+
+    /// Holds the flow's next packets until `until_ns`, unless a process
+    /// owns the socket now; returns whether it did.
+    pub(crate) fn pause_until(&mut self, until_ns: u64) -> bool {
+        // SAFETY: a live, bh-locked socket (type invariant).
+        if unsafe { bindings::hpcc_sock_owned_by_user(self.0.as_ptr()) } {
+            return false;
+        }
+        // SAFETY: bh-locked and not owned by user: nothing else writes its
+        // departure clock now (tcp_v4_err's rule for touching a socket).
+        unsafe { bindings::hpcc_tcp_pause(self.0.as_ptr(), until_ns) };
+        true
+    }
+}
+
+impl Drop for LockedSock {
+    fn drop(&mut self) {
+        // SAFETY: found by `find` and released exactly once, here.
+        unsafe { bindings::hpcc_sfc_sock_done(self.0.as_ptr()) }
     }
 }

@@ -3,8 +3,9 @@
 //! Event counters, per network namespace and per CPU (`netns`), read as
 //! `/proc/net/hpcc_stat` by the netns's root: one `name value` per line.
 //!
-//! Every probe, response and telemetry sample ends in exactly one counter,
-//! so hostile or garbage input is always visible. Two gauges follow the
+//! Every probe, response, telemetry sample and SFC signal ends in exactly
+//! one counter (signals: `sfc_received` and then one outcome), so hostile
+//! or garbage input is always visible. Two gauges follow the
 //! counters: `flows` (flow objects alive in this netns) and
 //! `flows_pending_free` (released, waiting for their RCU grace period).
 
@@ -58,6 +59,18 @@ counters! {
     HpccAcks => c"hpcc_acks",
     CappedByReduction => c"telemetry_capped_by_reduction",
     CappedByDelivery => c"telemetry_capped_by_delivery",
+    SfcReceived => c"sfc_received",
+    SfcDisabled => c"sfc_disabled",
+    SfcTtl => c"sfc_bad_ttl",
+    SfcAcl => c"sfc_not_in_acl",
+    SfcRateLimited => c"sfc_rate_limited",
+    SfcTruncated => c"sfc_truncated",
+    SfcBadHeader => c"sfc_bad_header",
+    SfcNoFlow => c"sfc_no_flow",
+    SfcSeq => c"sfc_seq_out_of_window",
+    SfcApplied => c"sfc_applied",
+    SfcDeferred => c"sfc_deferred",
+    SfcWindowCuts => c"sfc_window_cuts",
 }
 
 /// Number of counters.

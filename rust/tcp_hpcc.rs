@@ -26,6 +26,7 @@ mod netns;
 mod params;
 #[path = "../probe_tx/mod.rs"]
 mod probe_tx;
+mod sfc_rx;
 mod sock;
 mod stats;
 

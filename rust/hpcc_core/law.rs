@@ -472,6 +472,20 @@ impl HpccFlow {
         self.used = used_bytes.unwrap_or(u32::MAX);
     }
 
+    /// An external cut (an SFC signal, [`crate::sfc::WindowCut`]): `W` and
+    /// `Wc` drop to `window_bytes` if that is lower (never below the
+    /// minimum window), and `incStage` restarts as after a multiplicative
+    /// step. Returns the new window in bytes.
+    pub fn cut(&mut self, p: &HpccParams, window_bytes: u32) -> u32 {
+        let w = (u64::from(window_bytes) << WIN_SHIFT).max(p.min_q);
+        if w < self.w {
+            self.w = w;
+            self.wc = self.wc.min(w);
+            self.inc_stage = 0;
+        }
+        self.window_bytes()
+    }
+
     /// Forgets the link records (e.g. after a route change the caller
     /// detected itself); the next event only records.
     pub fn drop_records(&mut self) {

@@ -225,6 +225,68 @@ pub fn encode(s: &Signal, out: &mut [u8]) -> Option<usize> {
     Some(LEN)
 }
 
+/// A UDP datagram to the SFC port, from its IP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incoming<'a> {
+    /// TTL (IPv4) or hop limit (IPv6).
+    pub ttl: u8,
+    /// The IP source: the switch.
+    pub src: IpAddr,
+    /// The UDP payload (what [`recognize`] and [`parse`] read).
+    pub payload: &'a [u8],
+}
+
+/// Bytes of the IP header a hook must look at to tell whether a packet
+/// may be a signal ([`is_candidate`]).
+pub const CANDIDATE_LEN: usize = 10;
+/// IPv4 and IPv6 header lengths, UDP header length.
+const IPV4_LEN: usize = 20;
+const IPV6_LEN: usize = 40;
+const UDP_LEN: usize = 8;
+/// Bytes from the IP header that hold a whole signal (IPv6, no options).
+pub const MAX_SIGNAL_PACKET: usize = IPV6_LEN + UDP_LEN + LEN;
+
+/// The cheap first test on the first [`CANDIDATE_LEN`] bytes of an IP
+/// header: UDP over IPv4 or IPv6 (no extension header).
+pub fn is_candidate(hdr: &[u8]) -> bool {
+    match hdr.first().map(|b| b >> 4) {
+        Some(4) => hdr.get(9) == Some(&IPPROTO_UDP),
+        Some(6) => hdr.get(6) == Some(&IPPROTO_UDP),
+        _ => false,
+    }
+}
+
+/// The datagram in `pkt` (from the IP header) if it is an unfragmented
+/// UDP datagram to `port` over IPv4 or IPv6 without extension headers;
+/// `None` otherwise (not ours). The payload is bounded by the UDP length.
+pub fn incoming(pkt: &[u8], port: u16) -> Option<Incoming<'_>> {
+    let (ttl, src, l4) = match pkt.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(pkt.first()? & 0xf) * 4;
+            let frag = be16(pkt, 6)? & 0x3fff;
+            if ihl < IPV4_LEN || *pkt.get(9)? != IPPROTO_UDP || frag != 0 {
+                return None;
+            }
+            let a: [u8; 4] = pkt.get(12..16)?.try_into().ok()?;
+            (*pkt.get(8)?, IpAddr::V4(Ipv4Addr::from(a)), ihl)
+        }
+        6 => {
+            if *pkt.get(6)? != IPPROTO_UDP {
+                return None;
+            }
+            (*pkt.get(7)?, IpAddr::V6(Ipv6Addr::from(addr16(pkt, 8)?)), IPV6_LEN)
+        }
+        _ => return None,
+    };
+    if be16(pkt, l4 + 2)? != port {
+        return None;
+    }
+    let ulen = usize::from(be16(pkt, l4 + 4)?);
+    let end = l4.checked_add(ulen)?.min(pkt.len());
+    let payload = pkt.get(l4 + UDP_LEN..end.max(l4 + UDP_LEN))?;
+    Some(Incoming { ttl, src, payload })
+}
+
 /// Prefixes an access list holds at most.
 pub const ACL_MAX: usize = 16;
 
@@ -291,12 +353,7 @@ impl Acl {
             }
             let len = if addr.is_ipv4() { len + 96 } else { len };
             let v = mapped(addr);
-            if v & !mask(len) != 0 {
-                return Err(AclError::HostBits);
-            }
-            let slot = acl.p.get_mut(acl.n).ok_or(AclError::TooMany)?;
-            *slot = Prefix { addr: v, len };
-            acl.n += 1;
+            acl.push(v, len)?;
         }
         Ok(acl)
     }
@@ -309,6 +366,25 @@ impl Acl {
     /// Whether the list is empty (accepts nothing).
     pub fn is_empty(&self) -> bool {
         self.n == 0
+    }
+
+    /// The prefixes as `(IPv6 or IPv4-mapped address, length)`.
+    pub fn entries(&self) -> impl Iterator<Item = (u128, u8)> + '_ {
+        self.p.get(..self.n).unwrap_or(&[]).iter().map(|p| (p.addr, p.len))
+    }
+
+    /// Adds a prefix given as [`Acl::entries`] yields it (for a copy
+    /// kept in atomics): refused like [`Acl::parse`] refuses its text.
+    pub fn push(&mut self, addr: u128, len: u8) -> Result<(), AclError> {
+        if len > 128 {
+            return Err(AclError::Syntax);
+        }
+        if addr & !mask(len) != 0 {
+            return Err(AclError::HostBits);
+        }
+        *self.p.get_mut(self.n).ok_or(AclError::TooMany)? = Prefix { addr, len };
+        self.n += 1;
+        Ok(())
     }
 
     /// Whether `a` is in one of the prefixes.
@@ -386,14 +462,23 @@ impl Rules {
     /// the netns's `bucket` has a token (taken only when the rest holds,
     /// so refused sources never drain it).
     pub fn check_source(&self, ttl: u8, src: IpAddr, bucket: &mut TokenBucket, now_ns: u64) -> Result<(), Reject> {
+        self.check_sender(ttl, src)?;
+        if bucket.admit(now_ns, self.rate, self.burst) {
+            Ok(())
+        } else {
+            Err(Reject::RateLimited)
+        }
+    }
+
+    /// Step 2 without the bucket (for a caller that must lock the bucket):
+    /// SFC enabled, `ttl` is [`TTL`] and `src` in the access list.
+    pub fn check_sender(&self, ttl: u8, src: IpAddr) -> Result<(), Reject> {
         if !self.enabled {
             Err(Reject::Disabled)
         } else if ttl != TTL {
             Err(Reject::Ttl)
         } else if !self.acl.contains(src) {
             Err(Reject::Acl)
-        } else if !bucket.admit(now_ns, self.rate, self.burst) {
-            Err(Reject::RateLimited)
         } else {
             Ok(())
         }
@@ -546,6 +631,54 @@ mod tests {
         assert_eq!(parse(&udp), Err(Reject::BadHeader), "UDP with a sequence number");
     }
 
+    fn ip4_udp(dport: u16, payload: &[u8]) -> [u8; 200] {
+        let mut p = [0u8; 200];
+        p[0] = 0x45;
+        p[8] = 255;
+        p[9] = IPPROTO_UDP;
+        p[12..16].copy_from_slice(&[10, 255, 0, 1]);
+        p[22..24].copy_from_slice(&dport.to_be_bytes());
+        p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        p[28..28 + payload.len()].copy_from_slice(payload);
+        p
+    }
+
+    #[test]
+    fn incoming_finds_udp_to_the_port_only() {
+        let mut sig = [0u8; LEN];
+        encode(&sig4(), &mut sig).unwrap();
+        let p = ip4_udp(PORT_DEFAULT, &sig);
+        assert!(is_candidate(&p[..CANDIDATE_LEN]));
+        let i = incoming(&p, PORT_DEFAULT).unwrap();
+        assert_eq!((i.ttl, i.src, i.payload.len()), (255, "10.255.0.1".parse().unwrap(), LEN));
+        assert_eq!(parse(i.payload), Ok(sig4()));
+        assert_eq!(incoming(&p, 1), None, "another port");
+        let mut tcp = p;
+        tcp[9] = IPPROTO_TCP;
+        assert!(!is_candidate(&tcp) && incoming(&tcp, PORT_DEFAULT).is_none());
+        let mut frag = p;
+        frag[7] = 1;
+        assert_eq!(incoming(&frag, PORT_DEFAULT), None, "a fragment");
+        // Truncated anywhere: no panic; a short payload parses as truncated.
+        for n in 0..p.len() {
+            if let Some(i) = incoming(&p[..n], PORT_DEFAULT) {
+                assert!(i.payload.len() < LEN || n >= 28 + LEN);
+            }
+        }
+        // IPv6.
+        let mut q = [0u8; 48 + LEN];
+        q[0] = 0x60;
+        q[6] = IPPROTO_UDP;
+        q[7] = 254;
+        q[8] = 0xfd;
+        q[42..44].copy_from_slice(&PORT_DEFAULT.to_be_bytes());
+        q[44..46].copy_from_slice(&((8 + LEN) as u16).to_be_bytes());
+        q[48..].copy_from_slice(&sig);
+        assert!(is_candidate(&q[..CANDIDATE_LEN]));
+        let i = incoming(&q, PORT_DEFAULT).unwrap();
+        assert_eq!((i.ttl, i.src, i.payload), (254, "fd00::".parse().unwrap(), &sig[..]));
+    }
+
     #[test]
     fn acl_parses_and_matches_prefixes() {
         let acl = Acl::parse(" 10.0.0.0/8, fd00:1::/32,192.168.1.7\n").unwrap();
@@ -580,6 +713,14 @@ mod tests {
         }
         let s = core::str::from_utf8(&s[..n]).unwrap();
         assert_eq!(Acl::parse(s), Err(AclError::TooMany));
+        // A copy through entries/push is the same list.
+        let mut copy = Acl::default();
+        for (a, l) in acl.entries() {
+            copy.push(a, l).unwrap();
+        }
+        assert_eq!(copy, acl);
+        assert_eq!(copy.push(1, 127), Err(AclError::HostBits));
+        assert_eq!(copy.push(0, 129), Err(AclError::Syntax));
     }
 
     #[test]

@@ -135,6 +135,18 @@ fn new_flow_starts_at_init_window_with_u_one() {
 }
 
 #[test]
+fn external_cut_lowers_w_and_wc_but_never_raises_or_goes_below_min() {
+    let p = params(cfg());
+    let mut f = HpccFlow::new(&p);
+    assert_eq!(f.cut(&p, 2 * BDP as u32), BDP as u32, "a cut above W changes nothing");
+    assert_eq!(f.wc_q16(), BDP * WIN_ONE);
+    assert_eq!(f.cut(&p, 50_000), 50_000);
+    assert_eq!((f.window_q16(), f.wc_q16(), f.inc_stage()), (50_000 * WIN_ONE, 50_000 * WIN_ONE, 0));
+    assert_eq!(f.cut(&p, 10), 1_500, "the minimum window holds");
+    assert_eq!(f.pacing_rate(&p), 1_500 * 1_000_000_000 / T);
+}
+
+#[test]
 fn first_event_only_records() {
     let p = params(cfg());
     let mut f = HpccFlow::new(&p);

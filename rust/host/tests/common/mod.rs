@@ -55,8 +55,12 @@ pub fn have(tool: &str) -> bool {
 }
 
 /// Compiles and runs a C program (with `-I include/`) and returns its
-/// standard output.
-pub fn run_c(tag: &str, src: &str) -> String {
+/// standard output; `None` (a SKIP note on stderr) without a C compiler.
+pub fn run_c(tag: &str, src: &str) -> Option<String> {
+    if !have("cc") {
+        eprintln!("SKIP: no C compiler");
+        return None;
+    }
     let dir = std::env::temp_dir().join(format!("hpcc-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (c, exe) = (dir.join("t.c"), dir.join("t"));
@@ -72,12 +76,16 @@ pub fn run_c(tag: &str, src: &str) -> String {
     assert!(st.success(), "{tag}: does not compile cleanly with cc");
     let out = Command::new(&exe).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    String::from_utf8(out.stdout).unwrap()
+    Some(String::from_utf8(out.stdout).unwrap())
 }
 
 /// Compiles `src` (with `-I include/`) for BPF with clang; panics with
-/// clang's messages if it fails.
+/// clang's messages if it fails; a SKIP note without clang.
 pub fn compile_bpf(tag: &str, src: &str) {
+    if !have("clang") {
+        eprintln!("SKIP: no clang");
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("hpcc-{tag}-bpf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let c = dir.join("t.bpf.c");
