@@ -151,7 +151,7 @@ ktap_check "one_signal_per_flow_per_window" t_suppress
 # against the arrival of its last signal at the sender.
 t_half_rtt() {
 	intsw_reset hpcc-sw1 rcv
-	run_blast lat 2 --mbit 20 --flows 8
+	run_blast lat 2 --mbit 12 --flows 8
 	bpftool -j map dump pinned "$D/sfc_flows" >"$OUT/lat.flows" 2>&1
 	python3 - "$OUT/lat.flows" "$OUT/lat.sig" <<-'EOF'
 		import json, sys

@@ -6,7 +6,7 @@
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
 results=${HPCC_RESULTS:-/tmp}
-tests=(${HPCC_TESTS:-hpcc_basic.sh hpcc_probe.sh hpcc_ipv6.sh int_switch_test.sh hpcc_no_harm.sh hpcc_scale.sh})
+tests=(${HPCC_TESTS:-hpcc_basic.sh hpcc_probe.sh hpcc_ipv6.sh int_switch_test.sh int_switch_sfc.sh hpcc_sfc.sh hpcc_no_harm.sh hpcc_scale.sh})
 
 echo "TAP version 13"
 echo "1..${#tests[@]}"
