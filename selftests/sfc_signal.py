@@ -5,7 +5,7 @@
   sfc_signal.py capture SECS [--port P] [--family 4|6] [--ready FILE]
         receive every UDP datagram to port P (default: the header's
         default) for SECS seconds on a raw socket and print one JSON line
-        per signal: arrival time, IP source, TTL / hop limit, checksums
+        per signal: arrival time (the kernel's, as CLOCK_MONOTONIC), IP source, TTL / hop limit, checksums
         and the decoded header fields; --ready: create FILE once listening
   sfc_signal.py blast DST PORT SECS [--mbit R] [--size N] [--flows K]
         send UDP datagrams of N bytes to DST:PORT at R Mbit/s for SECS
@@ -59,6 +59,7 @@ def header():
 
 
 H = header()
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # SCM_TIMESTAMPNS has the same value
 
 
 def decode(p):
@@ -92,6 +93,10 @@ def capture(a):
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVPKTINFO, 1)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+    # Arrival times from the kernel (CLOCK_REALTIME), mapped to
+    # CLOCK_MONOTONIC (the switch's clock): this process may read late.
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    mono_off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     s.settimeout(0.2)
     if a.ready:
         open(a.ready, "w").close()
@@ -102,7 +107,10 @@ def capture(a):
             data, anc, _, src = s.recvmsg(4096, 256)
         except socket.timeout:
             continue
-        t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        t = next((sec * 10**9 + ns - mono_off for lvl, typ, d in anc
+                  if lvl == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS
+                  for sec, ns in [struct.unpack("qq", d[:16])]),
+                 time.clock_gettime_ns(time.CLOCK_MONOTONIC))
         if a.family == 4:
             ihl = (data[0] & 15) * 4
             ttl, ip_ok, udp = data[8], csum(data[:ihl]) == 0, data[ihl:]
