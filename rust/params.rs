@@ -263,6 +263,12 @@ pub(crate) fn dscps() -> (u8, u8) {
     (d(&hpcc_param_probe_dscp), d(&hpcc_param_response_dscp))
 }
 
+/// The SFC port (read for every received UDP packet, so only this knob).
+#[inline]
+pub(crate) fn sfc_port() -> u16 {
+    u16::try_from(hpcc_param_sfc_port.load(Relaxed)).unwrap_or(sfc::PORT_DEFAULT)
+}
+
 /// The current fallback parameters (read on every ACK).
 #[inline]
 pub(crate) fn fallback() -> FallbackParams {

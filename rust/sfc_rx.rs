@@ -85,14 +85,13 @@ fn admit(net: NetRef, rules: &sfc::Rules, ttl: u8, src: IpAddr, now: u64) -> Res
 /// Called from the netfilter hook of `net` with its live skb `rx`, under
 /// the hook's `rcu_read_lock()`.
 pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8], now: u64) -> Verdict {
-    let k = params::knobs();
-    let port = u16::try_from(k.sfc_port).unwrap_or(sfc::PORT_DEFAULT);
-    let Some(i) = sfc::incoming(pkt, port) else { return Verdict::Pass };
+    // Foreign UDP traffic pays for one knob and a header compare only.
+    let Some(i) = sfc::incoming(pkt, params::sfc_port()) else { return Verdict::Pass };
     if !sfc::recognize(i.payload) {
         return Verdict::Pass;
     }
     inc(net, Counter::SfcReceived);
-    let rules = params::sfc_rules(&k);
+    let rules = params::sfc_rules(&params::knobs());
     if let Err(r) = admit(net, &rules, i.ttl, i.src, now) {
         inc(net, counter(r));
         return if r == Reject::Disabled { Verdict::Pass } else { Verdict::Consume };
