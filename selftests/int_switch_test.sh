@@ -460,6 +460,10 @@ ktap_perf_check "ce_marks_hold_dctcp_queue_near_k" t_dctcp_queue dctcp_rerun
 # queue and the drops are at hop 2.
 t_two_hops() {
 	intsw_topo_twohop 1 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" buffer=$BUF || return 1
+	# A first probe through the new path, not timed: under TCG it pays for
+	# translating the new ports' programs (it took 21 ms to reach hop 1 on
+	# a loaded CI host, the timed ones well under 1 ms).
+	probes two_hops_warm hpcc-sw2/rcv --count 1 --nonce 0x6ff
 	probes two_hops hpcc-sw2/rcv --count 2 --nonce 0x700 || { echo "no probe arrived"; return 1; }
 	check_probes two_hops <<'EOF'
 assert len(ps) == 2
@@ -471,7 +475,9 @@ for p in ps:
     lag1 = d24(h1["ts"], ts_of(p["t_tx_ns"]))
     hop = d24(h2["ts"], h1["ts"])
     print("hop 1 at +%d us, hop 2 %d us later" % (lag1 // 1000, hop // 1000))
-    assert 0 < lag1 < 20_000_000 and 0 < hop < 20_000_000
+    # ts wraps at 2^24 * 2 ns = 33.5 ms: a lag above 30 ms would be a stamp
+    # up to 3.5 ms before the send, or before hop 1's.
+    assert 0 < lag1 < 30_000_000 and 0 < hop < 30_000_000
     assert all(h == {"speed": 0, "ts": 0, "txb": 0, "qlen": 0} for h in p["hops"][2:])
 EOF
 }
