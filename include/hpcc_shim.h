@@ -98,6 +98,19 @@ void hpcc_sfc_sock_done(struct sock *sk);
 bool hpcc_sock_owned_by_user(const struct sock *sk);
 void hpcc_tcp_pause(struct sock *sk, __u64 until_ns);
 
+/* What hpcc_skb_hold_until() did with an outgoing packet. */
+enum hpcc_hold {
+	HPCC_HOLD_EDT,		/* departure time set; the device's qdisc honours it */
+	HPCC_HOLD_NO_EDT,	/* departure time set, but no EDT qdisc (sch_fq, etf) on the device */
+	HPCC_HOLD_OTHER_CLOCK,	/* the packet's departure time is on another clock: untouched */
+};
+
+/* Gives an outgoing skb (at NF_INET_POST_ROUTING: skb->dev is the output
+ * device) a departure time of at least until_ns (CLOCK_MONOTONIC), so that
+ * an EDT qdisc holds it until then. The first time the device has no such
+ * qdisc, says so (pr_warn_once). Caller holds rcu_read_lock(). */
+enum hpcc_hold hpcc_skb_hold_until(struct sk_buff *skb, __u64 until_ns);
+
 /* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
  * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */
 struct hpcc_trace_rec {
@@ -120,6 +133,45 @@ struct hpcc_trace_rec {
 
 /* Fires the tcp_hpcc:hpcc_sample tracepoint (a no-op unless enabled). */
 void hpcc_trace_sample(const struct sock *sk, const struct hpcc_trace_rec *r);
+
+/* What became of one Source Flow Control signal (the outcome field of
+ * struct hpcc_sfc_trace_rec; one /proc/net/hpcc_stat counter each). */
+enum hpcc_sfc_outcome {
+	HPCC_SFC_APPLIED,	/* the flow's departure clock moved */
+	HPCC_SFC_DEFERRED,	/* socket owned by a process: applied at the next ACK */
+	HPCC_SFC_DISABLED,	/* sfc_enable 0: passed on untouched */
+	HPCC_SFC_BAD_TTL,	/* TTL / hop limit below 255 */
+	HPCC_SFC_NOT_IN_ACL,	/* source not in sfc_acl */
+	HPCC_SFC_RATE_LIMITED,	/* the netns's token bucket was empty */
+	HPCC_SFC_TRUNCATED,
+	HPCC_SFC_BAD_HEADER,
+	HPCC_SFC_NO_FLOW,	/* no hpcc flow with that 4-tuple here */
+	HPCC_SFC_SEQ_OUT_OF_WINDOW,
+	HPCC_SFC_APPLIED_EGRESS,	/* sfc_scope 1: another flow, held at egress */
+	HPCC_SFC_PAUSE_TABLE_FULL,	/* sfc_scope 1: no free slot in the netns's pause table */
+};
+
+/* One SFC signal, for the tcp_hpcc:hpcc_sfc tracepoint. Addresses are
+ * 16 bytes, IPv4 ones IPv4-mapped; the flow's fields are zero when the
+ * signal was refused before its header was read. Filled in Rust
+ * (rust/sfc_rx.rs). */
+struct hpcc_sfc_trace_rec {
+	__u8 src[16];		/* the signal's source: the switch */
+	__u8 laddr[16];		/* the flow it names: local address and port */
+	__u8 raddr[16];		/* and the peer's */
+	__u16 lport;
+	__u16 rport;
+	__u32 switch_id;	/* congestion locator: switch and port */
+	__u16 port_id;
+	__u8 outcome;		/* enum hpcc_sfc_outcome */
+	__u8 _pad;
+	__u32 qlen;		/* bytes queued at the port */
+	__u32 pause_ns;		/* pause asked */
+	__u64 applied_ns;	/* pause applied (clamped to sfc_max_pause_us); 0: none */
+};
+
+/* Fires the tcp_hpcc:hpcc_sfc tracepoint (a no-op unless enabled). */
+void hpcc_trace_sfc(const struct hpcc_sfc_trace_rec *r);
 
 /*
  * The flow table (rust/flow.rs): an rhashtable of flow objects keyed by

@@ -4,6 +4,10 @@
  *
  *   tcp_hpcc:hpcc_sample   one per probe response applied to a flow's
  *                          HPCC++ law (see struct hpcc_trace_rec)
+ *   tcp_hpcc:hpcc_sfc      one per Source Flow Control signal received:
+ *                          the flow, the switch and port, the queue, the
+ *                          pause asked and applied, or why it was refused
+ *                          (see struct hpcc_sfc_trace_rec)
  *
  *   echo 1 > /sys/kernel/tracing/events/tcp_hpcc/hpcc_sample/enable
  *   cat /sys/kernel/tracing/trace_pipe
@@ -75,6 +79,68 @@ TRACE_EVENT(hpcc_sample,
 		  __entry->inc_stage, __entry->cwnd, __entry->inflight,
 		  __entry->srtt_us, __entry->base_rtt_us, __entry->pacing_rate,
 		  __entry->path_rate)
+);
+
+/* The outcome names, resolved for user-space decoders (perf, trace-cmd). */
+TRACE_DEFINE_ENUM(HPCC_SFC_APPLIED);
+TRACE_DEFINE_ENUM(HPCC_SFC_DEFERRED);
+TRACE_DEFINE_ENUM(HPCC_SFC_DISABLED);
+TRACE_DEFINE_ENUM(HPCC_SFC_BAD_TTL);
+TRACE_DEFINE_ENUM(HPCC_SFC_NOT_IN_ACL);
+TRACE_DEFINE_ENUM(HPCC_SFC_RATE_LIMITED);
+TRACE_DEFINE_ENUM(HPCC_SFC_TRUNCATED);
+TRACE_DEFINE_ENUM(HPCC_SFC_BAD_HEADER);
+TRACE_DEFINE_ENUM(HPCC_SFC_NO_FLOW);
+TRACE_DEFINE_ENUM(HPCC_SFC_SEQ_OUT_OF_WINDOW);
+TRACE_DEFINE_ENUM(HPCC_SFC_APPLIED_EGRESS);
+TRACE_DEFINE_ENUM(HPCC_SFC_PAUSE_TABLE_FULL);
+
+TRACE_EVENT(hpcc_sfc,
+	TP_PROTO(const struct hpcc_sfc_trace_rec *r),
+	TP_ARGS(r),
+	TP_STRUCT__entry(
+		__array(__u8, src, 16)
+		__array(__u8, laddr, 16)
+		__array(__u8, raddr, 16)
+		__field(__u16, lport)
+		__field(__u16, rport)
+		__field(__u32, switch_id)
+		__field(__u16, port_id)
+		__field(__u8, outcome)
+		__field(__u32, qlen)
+		__field(__u32, pause_ns)
+		__field(__u64, applied_ns)
+	),
+	TP_fast_assign(
+		memcpy(__entry->src, r->src, 16);
+		memcpy(__entry->laddr, r->laddr, 16);
+		memcpy(__entry->raddr, r->raddr, 16);
+		__entry->lport = r->lport;
+		__entry->rport = r->rport;
+		__entry->switch_id = r->switch_id;
+		__entry->port_id = r->port_id;
+		__entry->outcome = r->outcome;
+		__entry->qlen = r->qlen;
+		__entry->pause_ns = r->pause_ns;
+		__entry->applied_ns = r->applied_ns;
+	),
+	TP_printk("switch=%pI6c id=%#x port=%u flow=[%pI6c]:%u->[%pI6c]:%u qlen=%u pause=%u applied=%llu %s",
+		  __entry->src, __entry->switch_id, __entry->port_id,
+		  __entry->laddr, __entry->lport, __entry->raddr, __entry->rport,
+		  __entry->qlen, __entry->pause_ns, __entry->applied_ns,
+		  __print_symbolic(__entry->outcome,
+				   { HPCC_SFC_APPLIED, "applied" },
+				   { HPCC_SFC_DEFERRED, "deferred" },
+				   { HPCC_SFC_DISABLED, "disabled" },
+				   { HPCC_SFC_BAD_TTL, "bad_ttl" },
+				   { HPCC_SFC_NOT_IN_ACL, "not_in_acl" },
+				   { HPCC_SFC_RATE_LIMITED, "rate_limited" },
+				   { HPCC_SFC_TRUNCATED, "truncated" },
+				   { HPCC_SFC_BAD_HEADER, "bad_header" },
+				   { HPCC_SFC_NO_FLOW, "no_flow" },
+				   { HPCC_SFC_SEQ_OUT_OF_WINDOW, "seq_out_of_window" },
+				   { HPCC_SFC_APPLIED_EGRESS, "applied_egress" },
+				   { HPCC_SFC_PAUSE_TABLE_FULL, "pause_table_full" }))
 );
 
 #endif /* _HPCC_TRACE_H */

@@ -18,6 +18,9 @@
 //!   type, length). Another packet with one of our DSCPs (a peer's marked
 //!   traffic, a re-marking network) is counted by why it is not ours and
 //!   accepted.
+//! * **Source Flow Control**: the `LOCAL_IN` hook hands switches' signals
+//!   to `sfc_rx`; a `POST_ROUTING` hook holds the packets of flows paused
+//!   at egress (`sfc_scope` 1) and touches nothing else.
 //! * Probes and responses are routed as their connection's data (see
 //!   `hpcc_sk_send` in the shim): same path, same flow label, and never in
 //!   clear where the connection is protected by IPsec.
@@ -207,17 +210,31 @@ fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
     }
 }
 
+/// A hook's skb and netns, `None` if netfilter passed a null pointer.
+///
+/// # Safety
+///
+/// `state` is null or the hook's valid state.
+unsafe fn hook_args(
+    skb: *mut bindings::sk_buff,
+    state: *const bindings::nf_hook_state,
+) -> Option<(NonNull<bindings::sk_buff>, NetRef)> {
+    if state.is_null() {
+        return None;
+    }
+    // SAFETY: netfilter passes a valid state for the duration of the hook
+    // (caller contract), checked non-null above.
+    Some((NonNull::new(skb)?, NetRef::new(unsafe { (*state).net })?))
+}
+
 /// The netfilter LOCAL_IN hook.
 unsafe extern "C" fn hpcc_nf_local_in(
     _priv: *mut c_void,
     skb: *mut bindings::sk_buff,
     state: *const bindings::nf_hook_state,
 ) -> c_uint {
-    let (Some(skb_nn), false) = (NonNull::new(skb), state.is_null()) else {
-        return bindings::NF_ACCEPT;
-    };
-    // SAFETY: netfilter passes a valid state for the duration of the hook.
-    let Some(net) = NetRef::new(unsafe { (*state).net }) else {
+    // SAFETY: netfilter's own arguments.
+    let Some((skb_nn, net)) = (unsafe { hook_args(skb, state) }) else {
         return bindings::NF_ACCEPT;
     };
     let rx = RxSkb(skb_nn);
@@ -265,6 +282,42 @@ unsafe extern "C" fn hpcc_nf_local_in(
     }
 }
 
+/// The netfilter POST_ROUTING hook: holds packets of flows paused at
+/// egress (`sfc_scope` 1, `sfc_rx`). Every other packet costs one atomic
+/// load of its netns's state while nothing was ever paused there, and a
+/// clock read once something was.
+unsafe extern "C" fn hpcc_nf_post_routing(
+    _priv: *mut c_void,
+    skb: *mut bindings::sk_buff,
+    state: *const bindings::nf_hook_state,
+) -> c_uint {
+    // SAFETY: netfilter's own arguments.
+    let Some((skb_nn, net)) = (unsafe { hook_args(skb, state) }) else {
+        return bindings::NF_ACCEPT;
+    };
+    if !sfc_rx::egress_active(net) {
+        return bindings::NF_ACCEPT;
+    }
+    let now = now_ns();
+    let mut buf = [0u8; sfc::EGRESS_KEY_LEN];
+    // At POST_ROUTING the skb's data starts at its IP header.
+    let n = RxSkb(skb_nn).copy_prefix(&mut buf);
+    let Some(k) = sfc::egress_key(buf.get(..n).unwrap_or(&[])) else {
+        return bindings::NF_ACCEPT;
+    };
+    let Some(until) = sfc_rx::egress_until(net, &k, now) else {
+        return bindings::NF_ACCEPT;
+    };
+    // SAFETY: the live skb of this hook, which netfilter runs under
+    // rcu_read_lock(); the shim only sets its departure time.
+    match unsafe { bindings::hpcc_skb_hold_until(skb, until) } {
+        bindings::hpcc_hold_HPCC_HOLD_EDT => inc(net, Counter::SfcEgressHeld),
+        bindings::hpcc_hold_HPCC_HOLD_NO_EDT => inc(net, Counter::SfcNoEdtQdisc),
+        _ => {}
+    }
+    bindings::NF_ACCEPT
+}
+
 /// A static the kernel links into its own lists, so it must be mutable
 /// from C's point of view; we never touch it after registration.
 struct KernelStatic<T>(UnsafeCell<T>);
@@ -286,9 +339,10 @@ const ZEROED_NF: bindings::nf_hook_ops = unsafe { MaybeUninit::zeroed().assume_i
 /// (NF_IP_PRI_FILTER and NF_IP6_PRI_FILTER are both 0).
 const HOOK_PRIORITY: c_int = bindings::nf_ip_hook_priorities_NF_IP_PRI_FILTER + 1;
 
-/// The hooks: IPv4 and IPv6, one function (`classify` tells the families
-/// apart by the version nibble).
-const N_HOOKS: usize = 2;
+/// The hooks: LOCAL_IN (probes, responses, signals) and POST_ROUTING
+/// (flows paused at egress), IPv4 and IPv6, one function each (the
+/// parsers tell the families apart by the version nibble).
+const N_HOOKS: usize = 4;
 
 static NF_OPS: KernelStatic<[bindings::nf_hook_ops; N_HOOKS]> = KernelStatic(UnsafeCell::new([
     bindings::nf_hook_ops {
@@ -302,6 +356,20 @@ static NF_OPS: KernelStatic<[bindings::nf_hook_ops; N_HOOKS]> = KernelStatic(Uns
         hook: Some(hpcc_nf_local_in),
         pf: bindings::NFPROTO_IPV6 as u8,
         hooknum: bindings::nf_inet_hooks_NF_INET_LOCAL_IN,
+        priority: HOOK_PRIORITY,
+        ..ZEROED_NF
+    },
+    bindings::nf_hook_ops {
+        hook: Some(hpcc_nf_post_routing),
+        pf: bindings::NFPROTO_IPV4 as u8,
+        hooknum: bindings::nf_inet_hooks_NF_INET_POST_ROUTING,
+        priority: HOOK_PRIORITY,
+        ..ZEROED_NF
+    },
+    bindings::nf_hook_ops {
+        hook: Some(hpcc_nf_post_routing),
+        pf: bindings::NFPROTO_IPV6 as u8,
+        hooknum: bindings::nf_inet_hooks_NF_INET_POST_ROUTING,
         priority: HOOK_PRIORITY,
         ..ZEROED_NF
     },

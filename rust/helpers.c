@@ -8,6 +8,8 @@
  * The parameters' storage, their validation (the set callback) and all
  * logic live in Rust (rust/params.rs); this file only registers them.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/netfilter/nf_conntrack_common.h>
@@ -18,6 +20,7 @@
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/route.h>
+#include <net/sch_generic.h>
 #include <net/tcp.h>
 
 #include "hpcc_shim.h"
@@ -103,6 +106,8 @@ HPCC_PARAM(sfc_max_pause_us,
 	   "Longest pause an SFC signal may set, in us (1..10^6, default 10000)");
 HPCC_PARAM(sfc_window_cut,
 	   "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only (default 1)");
+HPCC_PARAM(sfc_scope,
+	   "0: SFC signals pause hpcc flows only; 1: also TCP flows of other congestion controls and UDP flows, held at egress in sch_fq (default 0)");
 
 extern const struct kernel_param_ops hpcc_acl_param_ops;
 module_param_cb(sfc_acl, &hpcc_acl_param_ops, NULL, 0644);
@@ -418,6 +423,38 @@ void hpcc_tcp_pause(struct sock *sk, u64 until_ns)
 
 	if (until_ns > tp->tcp_wstamp_ns)
 		tp->tcp_wstamp_ns = until_ns;
+}
+
+static bool hpcc_qdisc_is_edt(const struct Qdisc *q)
+{
+	return q && (!strcmp(q->ops->id, "fq") || !strcmp(q->ops->id, "etf"));
+}
+
+/* The root qdisc, or for a multiqueue root (mq, mqprio) the one of the
+ * first transmit queue: at POST_ROUTING the queue is not chosen yet. */
+static bool hpcc_dev_honours_edt(struct net_device *dev)
+{
+	struct Qdisc *q = rcu_dereference(dev->qdisc);
+
+	if (hpcc_qdisc_is_edt(q))
+		return true;
+	if (q && (!strcmp(q->ops->id, "mq") || !strcmp(q->ops->id, "mqprio")) &&
+	    dev->num_tx_queues > 0)
+		return hpcc_qdisc_is_edt(rcu_dereference(netdev_get_tx_queue(dev, 0)->qdisc_sleeping));
+	return false;
+}
+
+enum hpcc_hold hpcc_skb_hold_until(struct sk_buff *skb, __u64 until_ns)
+{
+	if (skb->tstamp && skb->tstamp_type != SKB_CLOCK_MONOTONIC)
+		return HPCC_HOLD_OTHER_CLOCK;
+	if (skb->tstamp < until_ns)
+		skb_set_delivery_time(skb, until_ns, SKB_CLOCK_MONOTONIC);
+	if (skb->dev && hpcc_dev_honours_edt(skb->dev))
+		return HPCC_HOLD_EDT;
+	pr_warn_once("sfc_scope: no EDT qdisc (sch_fq) on %s: paused flows are not held there (counted in sfc_egress_no_edt_qdisc)\n",
+		     skb->dev ? skb->dev->name : "?");
+	return HPCC_HOLD_NO_EDT;
 }
 
 /* ---- The flow table (see hpcc_shim.h and rust/flow.rs) ---- */

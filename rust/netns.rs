@@ -10,13 +10,13 @@
 //! (mode 0400: the netns's root only; each netns sees its own counters).
 
 use crate::bindings;
-use crate::hpcc_core::sfc::TokenBucket;
+use crate::hpcc_core::sfc::{PauseTable, TokenBucket};
 use crate::stats;
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 use kernel::error::{code::ENOMEM, to_result, Result};
 
 /// A network namespace pointer, only passed back to the kernel or compared.
@@ -67,6 +67,12 @@ pub(crate) struct NetState {
     counters: AtomicPtr<u64>,
     /// SFC signals accepted (`sfc_rx`), only under `hpcc_sfc_lock()`.
     pub(crate) sfc_bucket: UnsafeCell<TokenBucket>,
+    /// Flows of other congestion controls and UDP paused at egress
+    /// (`sfc_scope` 1), only under `hpcc_sfc_lock()`.
+    pub(crate) sfc_pauses: UnsafeCell<PauseTable>,
+    /// `sfc_pauses.latest()`, for the egress hook's lock-free first look:
+    /// at or after it nothing is paused (0: never anything).
+    pub(crate) sfc_pause_latest: AtomicU64,
 }
 
 impl NetState {

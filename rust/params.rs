@@ -95,6 +95,7 @@ knobs! {
     hpcc_param_sfc_burst, "sfc_burst", SFC_BURST_DEFAULT, sfc_burst;
     hpcc_param_sfc_max_pause_us, "sfc_max_pause_us", SFC_MAX_PAUSE_US_DEFAULT, sfc_max_pause_us;
     hpcc_param_sfc_window_cut, "sfc_window_cut", 1, sfc_window_cut;
+    hpcc_param_sfc_scope, "sfc_scope", 0, sfc_scope;
 }
 
 /// Signals a netns accepts per second, and its burst: an incast of a few
@@ -150,7 +151,7 @@ impl KnobError {
             Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
             Self::FlowLimit => "max_flows_per_netns must be at most 2^31",
             Self::Sfc => {
-                "sfc_enable and sfc_window_cut must be 0 or 1, sfc_port 1..65535, sfc_rate 1..10^7, \
+                "sfc_enable, sfc_window_cut and sfc_scope must be 0 or 1, sfc_port 1..65535, sfc_rate 1..10^7, \
                  sfc_burst 1..10^6, sfc_max_pause_us 1..10^6"
             }
         }
@@ -239,6 +240,7 @@ impl Knobs {
         }
         if self.sfc_enable > 1
             || self.sfc_window_cut > 1
+            || self.sfc_scope > 1
             || !(1..=65535).contains(&self.sfc_port)
             || !(1..=sfc::MAX_RATE).contains(&self.sfc_rate)
             || !(1..=sfc::MAX_BURST).contains(&self.sfc_burst)
@@ -383,6 +385,7 @@ pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
         rate: k.sfc_rate,
         burst: k.sfc_burst,
         max_pause_us: k.sfc_max_pause_us,
+        scope_all: k.sfc_scope == 1,
     }
 }
 

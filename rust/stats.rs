@@ -71,6 +71,10 @@ counters! {
     SfcApplied => c"sfc_applied",
     SfcDeferred => c"sfc_deferred",
     SfcWindowCuts => c"sfc_window_cuts",
+    SfcAppliedEgress => c"sfc_applied_egress",
+    SfcTableFull => c"sfc_pause_table_full",
+    SfcEgressHeld => c"sfc_egress_held",
+    SfcNoEdtQdisc => c"sfc_egress_no_edt_qdisc",
 }
 
 /// Number of counters.

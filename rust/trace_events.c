@@ -11,3 +11,8 @@ void hpcc_trace_sample(const struct sock *sk, const struct hpcc_trace_rec *r)
 {
 	trace_hpcc_sample(sk, r);
 }
+
+void hpcc_trace_sfc(const struct hpcc_sfc_trace_rec *r)
+{
+	trace_hpcc_sfc(r);
+}

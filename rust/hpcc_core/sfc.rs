@@ -455,6 +455,10 @@ pub struct Rules {
     pub burst: u32,
     /// Longest pause applied, µs (`1..=MAX_PAUSE_US`).
     pub max_pause_us: u32,
+    /// Signals for flows other than hpcc's (TCP flows of other congestion
+    /// controls, UDP flows) are acted on too (`sfc_scope` 1), held at
+    /// egress ([`PauseTable`]); else refused as [`Reject::NoFlow`].
+    pub scope_all: bool,
 }
 
 impl Rules {
@@ -494,6 +498,16 @@ impl Rules {
             _ => {}
         }
         Ok(u64::from(s.pause_ns).min(u64::from(self.max_pause_us.min(MAX_PAUSE_US)) * 1000))
+    }
+
+    /// Step 5 for a flow hpcc does not control (`tcp_window` the TCP
+    /// socket's, `None` for UDP): refused unless [`Rules::scope_all`], else
+    /// as [`Rules::check_flow`].
+    pub fn check_other_flow(&self, s: &Signal, tcp_window: Option<(u32, u32)>) -> Result<u64, Reject> {
+        if !self.scope_all {
+            return Err(Reject::NoFlow);
+        }
+        self.check_flow(s, tcp_window)
     }
 }
 
@@ -548,6 +562,115 @@ impl WindowCut {
         let cut = carried * u64::from(eta_ppm.min(ETA_SCALE)) / u64::from(ETA_SCALE);
         let cut = u32::try_from(cut).unwrap_or(u32::MAX);
         cut.max(min_w).min(w)
+    }
+}
+
+/// A flow as the egress hook sees an outgoing packet: L4 protocol,
+/// addresses (IPv4 as IPv4-mapped) and ports, local end first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowKey {
+    /// [`IPPROTO_TCP`] or [`IPPROTO_UDP`].
+    pub proto: u8,
+    /// Local address.
+    pub saddr: [u8; 16],
+    /// Peer address.
+    pub daddr: [u8; 16],
+    /// Local port.
+    pub sport: u16,
+    /// Peer port.
+    pub dport: u16,
+}
+
+fn mapped16(a: IpAddr) -> [u8; 16] {
+    mapped(a).to_be_bytes()
+}
+
+impl FlowKey {
+    /// The flow a signal names (its data packet's 5-tuple).
+    pub fn of_signal(s: &Signal) -> Self {
+        Self { proto: s.l4proto, saddr: mapped16(s.saddr), daddr: mapped16(s.daddr), sport: s.sport, dport: s.dport }
+    }
+}
+
+/// Bytes of an outgoing packet [`egress_key`] reads: the IPv6 header (or
+/// an IPv4 one with the longest options) and the L4 ports.
+pub const EGRESS_KEY_LEN: usize = 64;
+
+/// The flow of an outgoing packet `pkt` (from its IP header): TCP or UDP
+/// over IPv4 (the first fragment, or none) or IPv6 without extension
+/// headers; `None` for anything else.
+pub fn egress_key(pkt: &[u8]) -> Option<FlowKey> {
+    let (proto, saddr, daddr, l4) = match pkt.first()? >> 4 {
+        4 => {
+            let ihl = usize::from(pkt.first()? & 0xf) * 4;
+            // A later fragment has no ports.
+            if ihl < IPV4_LEN || be16(pkt, 6)? & 0x1fff != 0 {
+                return None;
+            }
+            let s: [u8; 4] = pkt.get(12..16)?.try_into().ok()?;
+            let d: [u8; 4] = pkt.get(16..20)?.try_into().ok()?;
+            (*pkt.get(9)?, mapped16(IpAddr::V4(s.into())), mapped16(IpAddr::V4(d.into())), ihl)
+        }
+        6 => (*pkt.get(6)?, addr16(pkt, 8)?, addr16(pkt, 24)?, IPV6_LEN),
+        _ => return None,
+    };
+    if proto != IPPROTO_TCP && proto != IPPROTO_UDP {
+        return None;
+    }
+    Some(FlowKey { proto, saddr, daddr, sport: be16(pkt, l4)?, dport: be16(pkt, l4 + 2)? })
+}
+
+/// Flows a netns holds paused at egress at once ([`PauseTable`]).
+pub const PAUSE_SLOTS: usize = 64;
+
+/// Pauses of flows the module does not control (`sfc_scope` all: other
+/// congestion controls, UDP), held at egress: the hook stamps a departure
+/// time no earlier than the deadline on each of their packets, and sch_fq
+/// holds them until then. A fixed table of [`PAUSE_SLOTS`] flows; an
+/// entry lives until its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PauseTable {
+    e: [(FlowKey, u64); PAUSE_SLOTS],
+    latest: u64,
+}
+
+impl Default for PauseTable {
+    fn default() -> Self {
+        Self { e: [(FlowKey::default(), 0); PAUSE_SLOTS], latest: 0 }
+    }
+}
+
+impl PauseTable {
+    /// Holds flow `k` until `until` (ns; a later deadline of the same flow
+    /// extends it). False if every slot holds another flow still paused
+    /// at `now`: the signal is refused, no pause is shortened.
+    pub fn insert(&mut self, k: FlowKey, until: u64, now: u64) -> bool {
+        let slot = match self.e.iter().position(|(f, u)| *u > now && *f == k) {
+            Some(i) => Some(i),
+            None => self.e.iter().position(|(_, u)| *u <= now),
+        };
+        let Some((f, u)) = slot.and_then(|i| self.e.get_mut(i)) else { return false };
+        if *f != k || *u <= now {
+            *f = k;
+            *u = 0;
+        }
+        *u = (*u).max(until);
+        self.latest = self.latest.max(until);
+        true
+    }
+
+    /// The deadline of `k` if it is paused at `now`.
+    pub fn until(&self, k: &FlowKey, now: u64) -> Option<u64> {
+        if self.latest <= now {
+            return None;
+        }
+        self.e.iter().find(|(f, u)| *u > now && f == k).map(|(_, u)| *u)
+    }
+
+    /// The latest deadline held: nothing is paused at or after it (the
+    /// hook's check before it reads the table).
+    pub fn latest(&self) -> u64 {
+        self.latest
     }
 }
 
@@ -754,7 +877,14 @@ mod tests {
     }
 
     fn rules() -> Rules {
-        Rules { enabled: true, acl: Acl::parse("10.9.0.0/16").unwrap(), rate: 1000, burst: 2, max_pause_us: 1000 }
+        Rules {
+            enabled: true,
+            acl: Acl::parse("10.9.0.0/16").unwrap(),
+            rate: 1000,
+            burst: 2,
+            max_pause_us: 1000,
+            scope_all: false,
+        }
     }
 
     #[test]
@@ -830,5 +960,89 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn other_flows_only_with_scope_all() {
+        let r = rules();
+        let s = sig4();
+        let w = Some((0xffff_f000, 0xffff_f001));
+        assert_eq!(r.check_other_flow(&s, w), Err(Reject::NoFlow), "hpcc flows only by default");
+        let all = Rules { scope_all: true, ..r };
+        assert_eq!(all.check_other_flow(&s, w), Ok(1_000_000));
+        assert_eq!(all.check_other_flow(&s, Some((0, 1))), Err(Reject::SeqOutOfWindow));
+        let udp = Signal { l4proto: IPPROTO_UDP, seq: 0, ..s };
+        assert_eq!(all.check_other_flow(&udp, None), Ok(1_000_000));
+    }
+
+    fn ipv4_packet(proto: u8, frag: u16, ihl: u8) -> [u8; 64] {
+        let mut p = [0u8; 64];
+        p[0] = 0x40 | ihl;
+        p[6..8].copy_from_slice(&frag.to_be_bytes());
+        p[9] = proto;
+        p[12..16].copy_from_slice(&[10, 1, 1, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 2, 1]);
+        let l4 = usize::from(ihl) * 4;
+        p[l4..l4 + 2].copy_from_slice(&40000u16.to_be_bytes());
+        p[l4 + 2..l4 + 4].copy_from_slice(&5201u16.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn egress_key_of_tcp_and_udp_over_v4_and_v6() {
+        let k = egress_key(&ipv4_packet(IPPROTO_TCP, 0x4000, 5)).unwrap();
+        assert_eq!(k, FlowKey::of_signal(&sig4()), "the key a signal for this flow names");
+        let k = egress_key(&ipv4_packet(IPPROTO_UDP, 0x2000, 6)).unwrap();
+        assert_eq!((k.proto, k.sport, k.dport), (IPPROTO_UDP, 40000, 5201), "options, first fragment");
+        assert_eq!(egress_key(&ipv4_packet(IPPROTO_UDP, 0x2001, 5)), None, "a later fragment");
+        assert_eq!(egress_key(&ipv4_packet(1, 0, 5)), None, "ICMP");
+        assert_eq!(egress_key(&ipv4_packet(IPPROTO_TCP, 0, 4)), None, "bad IHL");
+        let mut v6 = [0u8; 64];
+        v6[0] = 0x60;
+        v6[6] = IPPROTO_TCP;
+        v6[8] = 0xfd;
+        v6[24] = 0xfe;
+        v6[40..44].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51]);
+        let k = egress_key(&v6).unwrap();
+        assert_eq!((k.saddr[0], k.daddr[0], k.sport, k.dport), (0xfd, 0xfe, 40000, 5201));
+        v6[6] = 0; // hop-by-hop options header: not parsed
+        assert_eq!(egress_key(&v6), None);
+        // Every truncation of a valid packet is refused, never read past.
+        let p = ipv4_packet(IPPROTO_TCP, 0, 5);
+        for n in 0..24 {
+            assert_eq!(egress_key(&p[..n]), None, "{n} bytes");
+        }
+        assert!(egress_key(&p[..24]).is_some());
+    }
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey { proto: IPPROTO_UDP, sport: port, ..FlowKey::default() }
+    }
+
+    #[test]
+    fn pause_table_holds_extends_expires_and_refuses_when_full() {
+        let mut t = PauseTable::default();
+        assert_eq!(t.until(&key(1), 0), None);
+        assert!(t.insert(key(1), 100, 0));
+        assert_eq!(t.until(&key(1), 50), Some(100));
+        assert_eq!(t.until(&key(2), 50), None, "another flow");
+        assert!(t.insert(key(1), 80, 10));
+        assert_eq!(t.until(&key(1), 50), Some(100), "a shorter pause does not shorten it");
+        assert!(t.insert(key(1), 150, 60));
+        assert_eq!(t.until(&key(1), 120), Some(150), "extended");
+        assert_eq!(t.until(&key(1), 150), None, "over at its deadline");
+        assert_eq!(t.latest(), 150);
+        // Full of live pauses: refused; an expired slot is reused.
+        let mut t = PauseTable::default();
+        for i in 0..PAUSE_SLOTS {
+            assert!(t.insert(key(i as u16), 1000 + i as u64, 0));
+        }
+        assert!(!t.insert(key(999), 5000, 10));
+        assert_eq!(t.until(&key(0), 10), Some(1000), "no live pause lost");
+        assert!(t.insert(key(999), 5000, 1000), "key(0)'s slot expired at 1000");
+        assert_eq!(t.until(&key(999), 1001), Some(5000));
+        // An expired entry of the same flow starts afresh.
+        assert!(t.insert(key(1), 1500, 1200));
+        assert_eq!(t.until(&key(1), 1300), Some(1500));
     }
 }

@@ -8,9 +8,13 @@
 //! * the token bucket admits exactly what an f64 bucket admits, ±1;
 //! * the parser and the access list take random and mutated bytes without
 //!   panicking, and whatever parses re-encodes to the same bytes (except
-//!   the reserved word, which is never read).
+//!   the reserved word, which is never read);
+//! * the egress hook's parser takes random bytes and truncations without
+//!   panicking, and the pause table agrees with a model that keeps every
+//!   pause (a map from flow to deadline) whenever the model has room.
 
-use hpcc_core::sfc::{self, Acl, Signal, TokenBucket, WindowCut};
+use hpcc_core::sfc::{self, Acl, FlowKey, PauseTable, Signal, TokenBucket, WindowCut};
+use std::collections::HashMap;
 use hpcc_ref::gen::Rng;
 
 fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64) -> f64 {
@@ -141,4 +145,61 @@ fn parser_and_acl_take_random_bytes() {
         let _ = Acl::parse(&text);
     }
     assert!(parsed > 1000, "mutations that keep a valid signal: {parsed}");
+}
+
+#[test]
+fn egress_parser_takes_random_bytes() {
+    let mut rng = Rng::new(0xe9e5);
+    let mut found = 0;
+    for i in 0..300_000u32 {
+        let mut b = vec![0u8; rng.range(0, sfc::EGRESS_KEY_LEN as u64) as usize];
+        rng.fill(&mut b);
+        if let Some(first) = b.first_mut() {
+            // Half of them look like IPv4 or IPv6 with TCP or UDP.
+            if i % 2 == 0 {
+                *first = if i % 4 == 0 { 0x45 } else { 0x60 };
+                let proto = if i % 8 < 4 { sfc::IPPROTO_TCP } else { sfc::IPPROTO_UDP };
+                for off in [6, 9] {
+                    if let Some(x) = b.get_mut(off) {
+                        *x = proto;
+                    }
+                }
+            }
+        }
+        if let Some(k) = sfc::egress_key(&b) {
+            found += 1;
+            assert!(k.proto == sfc::IPPROTO_TCP || k.proto == sfc::IPPROTO_UDP);
+            assert!(b.len() >= 24, "ports read within the packet");
+        }
+    }
+    assert!(found > 10_000, "{found}");
+}
+
+#[test]
+fn pause_table_matches_a_model() {
+    let mut rng = Rng::new(0x9a5e);
+    for _ in 0..200 {
+        let mut t = PauseTable::default();
+        let mut model: HashMap<u16, u64> = HashMap::new();
+        let mut now = rng.range(0, 1 << 40);
+        let flows = rng.range(1, 3 * sfc::PAUSE_SLOTS as u64) as u16;
+        for _ in 0..2000 {
+            now += rng.range(0, 2000);
+            let f = rng.range(0, u64::from(flows)) as u16;
+            let k = FlowKey { proto: sfc::IPPROTO_UDP, sport: f, ..FlowKey::default() };
+            if rng.range(0, 1) == 0 {
+                let until = now + rng.range(0, 10_000);
+                model.retain(|_, u| *u > now);
+                let room = model.len() < sfc::PAUSE_SLOTS || model.contains_key(&f);
+                assert_eq!(t.insert(k, until, now), room, "insert refused only when full");
+                if room {
+                    let e = model.entry(f).or_insert(0);
+                    *e = (*e).max(until);
+                }
+            }
+            let want = model.get(&f).copied().filter(|&u| u > now);
+            assert_eq!(t.until(&k, now), want);
+            assert!(model.values().all(|&u| u <= t.latest()));
+        }
+    }
 }
