@@ -50,6 +50,17 @@ ktap_check() {
 	fi
 }
 
+# ktap_check_v <name> <command...>: the same, with the command's output as
+# diagnostics whether it passes or not (for checks that report numbers).
+ktap_check_v() {
+	local name=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	ktap_info_lines <<<"$out"
+	if [ $rc -eq 0 ]; then ktap_pass "$name"; else ktap_fail "$name"; fi
+}
+
 # ktap_check_unless <reason> <name> <command...>: SKIP with the reason if it
 # is not empty, else ktap_check.
 ktap_check_unless() {

@@ -29,6 +29,17 @@
   sfc_signal.py sink PORT SECS
         a TCP server that reads and discards one connection until it
         closes, at most SECS seconds
+  sfc_signal.py pause DST PORT [--after S] [--secs S] [--pause-us U]
+                [--src A] [--dev DEV]
+        one TCP connection writing as fast as it can for SECS seconds
+        (default 3); AFTER seconds in (default 1.5) one signal for it is
+        sent to its own address (a raw socket, source --src, TTL 255: it
+        arrives at once, through loopback)
+        with its last byte sent (the ISN from its SYN plus TCP_INFO's
+        bytes_sent less bytes_retrans) as the sequence number and a pause of U us (5000);
+        prints {"sport", "seq", "t_inject_ns" (CLOCK_MONOTONIC, just
+        before the send), "retrans" (TCP_INFO total_retrans before the
+        signal, 100 ms after it and at the end), "unacked", "bytes"}
   sfc_signal.py tcpsend DST PORT SECS [--dev DEV]
         one TCP connection writing as fast as it can for SECS seconds;
         prints {"sport", "isn"} once connected and {"sport", "isn",
@@ -209,12 +220,13 @@ def sink(a):
     return 1
 
 
-def tcpsend(a):
+def connect_isn(dst, port, dev):
+    """A connection to DST:PORT and its ISN, from its SYN captured on DEV."""
     ETH_P_ALL = 3
     cap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    cap.bind((a.dev, ETH_P_ALL))
+    cap.bind((dev, ETH_P_ALL))
     cap.settimeout(0.2)
-    c = socket.create_connection((a.dst, a.port), timeout=10)
+    c = socket.create_connection((dst, port), timeout=10)
     sport = c.getsockname()[1]
     isn, end = None, time.monotonic() + 5
     while isn is None and time.monotonic() < end:
@@ -228,6 +240,23 @@ def tcpsend(a):
         if struct.unpack_from("!H", tcp, 0)[0] == sport and tcp[13] & 0x02:
             isn = struct.unpack_from("!I", tcp, 4)[0]
     cap.close()
+    return c, sport, isn
+
+
+# struct tcp_info (include/uapi/linux/tcp.h): the fields read here.
+TI_UNACKED, TI_TOTAL_RETRANS, TI_BYTES_SENT, TI_BYTES_RETRANS = 24, 100, 200, 208
+
+
+def tcp_info(c):
+    b = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+    return {"unacked": struct.unpack_from("I", b, TI_UNACKED)[0],
+            "retrans": struct.unpack_from("I", b, TI_TOTAL_RETRANS)[0],
+            "bytes_sent": struct.unpack_from("Q", b, TI_BYTES_SENT)[0],
+            "bytes_retrans": struct.unpack_from("Q", b, TI_BYTES_RETRANS)[0]}
+
+
+def tcpsend(a):
+    c, sport, isn = connect_isn(a.dst, a.port, a.dev)
     print(json.dumps({"sport": sport, "isn": isn}), flush=True)
     n, buf = 0, b"x" * 65536
     end = time.monotonic() + a.secs
@@ -240,6 +269,39 @@ def tcpsend(a):
     c.close()
     print(json.dumps({"sport": sport, "isn": isn, "bytes": n}))
     return 0 if isn is not None else 1
+
+
+def pause(a):
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    c, sport, isn = connect_isn(a.dst, a.port, a.dev)
+    local = c.getsockname()[0]
+    buf = b"x" * 65536
+    c.settimeout(0.05)
+    t0 = time.monotonic()
+    n, out = 0, {"sport": sport}
+    while time.monotonic() - t0 < a.secs:
+        if "seq" not in out and time.monotonic() - t0 >= a.after:
+            # The last byte sent (snd_nxt - 1): still in flight when the
+            # signal arrives half an RTT later (snd_una would be acked by
+            # then).
+            ti = tcp_info(c)
+            seq = (isn + ti["bytes_sent"] - ti["bytes_retrans"]) & 0xffffffff
+            pay = encode(4, 6, 12, a.pause_us * 1000, 50000, 0x101, 1, sport, a.port, seq, local, a.dst)
+            pkt = ipv4_udp(a.src, local, 255, H["PORT_DEFAULT"], pay)
+            out.update(seq=seq, unacked=ti["unacked"], retrans=[ti["retrans"]])
+            out["t_inject_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            raw.sendto(pkt, (local, 0))
+        if len(out.get("retrans", [])) == 1 and time.clock_gettime_ns(time.CLOCK_MONOTONIC) > out["t_inject_ns"] + 100_000_000:
+            out["retrans"].append(tcp_info(c)["retrans"])
+        try:
+            n += c.send(buf)
+        except socket.timeout:
+            pass
+    out.setdefault("retrans", [None]).append(tcp_info(c)["retrans"])
+    c.close()
+    out["bytes"] = n
+    print(json.dumps(out))
+    return 0 if "seq" in out else 1
 
 
 def encode(fam, proto, speed, pause_ns, qlen, switch_id, port_id, sport, dport, seq, saddr, daddr):
@@ -257,6 +319,15 @@ def encode(fam, proto, speed, pause_ns, qlen, switch_id, port_id, sport, dport, 
     return bytes(p)
 
 
+def ipv4_udp(src, dst, ttl, port, pay):
+    """An IPv4 UDP datagram to and from PORT (no UDP checksum), for a raw socket."""
+    udp = struct.pack("!HHHH", port, port, 8 + len(pay), 0) + pay
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, ttl, 17, 0,
+                               socket.inet_aton(src), socket.inet_aton(dst)))
+    struct.pack_into("!H", ip, 10, csum(bytes(ip)))
+    return bytes(ip) + udp
+
+
 def inject(a):
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     out = []
@@ -269,12 +340,9 @@ def inject(a):
             pay = pay[:40]
         elif variant == "badversion":
             pay = pay[:H["OFF_VERSION"]] + b"\x02" + pay[H["OFF_VERSION"] + 1:]
-        udp = struct.pack("!HHHH", a.port, a.port, 8 + len(pay), 0) + pay
-        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, int(ttl), 17, 0,
-                                   socket.inet_aton(src), socket.inet_aton(a.to)))
-        struct.pack_into("!H", ip, 10, csum(bytes(ip)))
+        pkt = ipv4_udp(src, a.to, int(ttl), a.port, pay)
         for _ in range(a.count):
-            s.sendto(bytes(ip) + udp, (a.to, 0))
+            s.sendto(pkt, (a.to, 0))
             time.sleep(a.gap)
         out.append(variant)
     print(json.dumps({"sent_each": a.count, "cases": out}))
@@ -322,13 +390,21 @@ def main():
     k.add_argument("port", type=int)
     k.add_argument("secs", type=float)
     k.add_argument("--bind", default="0.0.0.0")
+    q = sub.add_parser("pause")
+    q.add_argument("dst")
+    q.add_argument("port", type=int)
+    q.add_argument("--after", type=float, default=1.5)
+    q.add_argument("--secs", type=float, default=3.0)
+    q.add_argument("--pause-us", type=int, default=5000)
+    q.add_argument("--src", default="10.255.0.1")
+    q.add_argument("--dev", default="eth0")
     t = sub.add_parser("tcpsend")
     t.add_argument("dst")
     t.add_argument("port", type=int)
     t.add_argument("secs", type=float)
     t.add_argument("--dev", default="eth0")
     a = p.parse_args()
-    return {"capture": capture, "blast": blast, "frames": frames, "sink": sink, "tcpsend": tcpsend,
+    return {"capture": capture, "blast": blast, "frames": frames, "sink": sink, "tcpsend": tcpsend, "pause": pause,
             "inject": inject}[a.cmd](a)
 
 
