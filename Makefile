@@ -9,13 +9,14 @@
 #   make closed-loop  the closed-loop HPCC++ acceptance test in the VM
 #   make stress     the stress run on a debug kernel (KASAN, lockdep, kmemleak, ...)
 #   make scale      50,000 concurrent hpcc connections in the VM
+#   make incast     N:1 incast, hpcc/dctcp/cubic with Source Flow Control off and on, with a plot
 #
 # KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
 
-.PHONY: all modules clean setup kernel run check bench closed-loop stress scale
+.PHONY: all modules clean setup kernel run check bench closed-loop stress scale incast
 
 all: modules
 
@@ -41,6 +42,9 @@ check:
 
 bench:
 	$(ROOT)/vm/bench.sh
+
+incast:
+	$(ROOT)/vm/incast.sh
 
 # The closed-loop acceptance test of HPCC++ on the INT switch emulator
 # (selftests/hpcc_closed_loop.sh), in virtual time unless HPCC_VM_ICOUNT=0

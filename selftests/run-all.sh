@@ -63,6 +63,9 @@ host_ktap lib_test bash "$root/selftests/lib_test.sh"
 step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
 host_ktap benchstat_test python3 "$root/selftests/benchstat_test.py"
 
+step "host test of the incast benchmark's metrics (selftests/incast_test.py)"
+host_ktap incast_test python3 "$root/selftests/incast_test.py"
+
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
 kdir=$("$root/vm/build-kernel.sh" | tail -n1) || { verdict kernel-build 1; finish; }

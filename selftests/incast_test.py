@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host test of incast.py's message sizes and metrics (the incast
+benchmark's numbers), on synthetic packet logs (intsw.py log: t_ns backlog
+sport wire dropped) and runs. KTAP on stdout; exit 0 pass, 1 fail."""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import incast  # noqa: E402
+
+RATE = 100_000_000          # 100 Mbit/s: 1514 B take 121,120 ns
+RTT_US = 2000               # BDP 25,000 B
+T0 = 5_000_000_000
+
+
+def metrics(rows, run):
+    with tempfile.NamedTemporaryFile("w", delete=False) as lg, tempfile.NamedTemporaryFile("w", delete=False) as rn:
+        lg.write("".join("%d %d %d %d %d\n" % r for r in rows))
+        json.dump(run, rn)
+    try:
+        return incast.metrics(lg.name, rn.name, RATE, RTT_US)
+    finally:
+        os.unlink(lg.name)
+        os.unlink(rn.name)
+
+
+def run_of(sizes, done_ns, rpcs=()):
+    return {"t_start_ns": T0, "t_done_ns": done_ns, "errors": [], "rpcs": list(rpcs),
+            "flows": [{"bytes": s, "got": s, "first_send_ns": T0 + 1000 * i, "last_recv_ns": done_ns}
+                      for i, s in enumerate(sizes)]}
+
+
+def t_sizes_repeat_per_repetition():
+    a, b, c = incast.sizes(16, 0), incast.sizes(16, 0), incast.sizes(16, 1)
+    ok = a == b and a != c and all(64 * 1024 <= s <= 256 * 1024 and s % 1024 == 0 for s in a + c)
+    return ok, f"rep 0 {a[:4]}..., rep 1 {c[:4]}..."
+
+
+def t_back_to_back_link_is_fully_used():
+    # 200 packets of 1514 B arriving every 121,120 ns: the link never idles.
+    gap = 1514 * 8 * 1_000_000_000 // RATE
+    rows = [(T0 + 10_000 + i * gap, 0, 1, 1514, 0) for i in range(200)]
+    m = metrics(rows, run_of([200 * 1448], T0 + 10_000 + 200 * gap + 2_000_000))
+    ok = abs(m["util"] - 1.0) < 0.01 and m["drops"] == 0 and m["q_p99_bdp"] == 0.0
+    return ok, json.dumps(m)
+
+
+def t_late_drops_and_queue_windows():
+    rtt = RTT_US * 1000
+    rows = [
+        (T0 + 100, 90_000, 1, 1514, 0),         # first RTT: not in the queue figures
+        (T0 + rtt - 1, 90_000, 1, 1514, 1),     # early drop
+        (T0 + 2 * rtt, 12_500, 1, 1514, 1),     # at 2 RTT: still early
+        (T0 + 2 * rtt + 1, 25_000, 1, 1514, 1),  # late
+        (T0 + 3 * rtt, 25_000, 1, 1514, 0),
+        (T0 + 4 * rtt, 50_000, 1, 1514, 0),
+        (T0 + 50 * rtt, 99_999, 1, 1514, 1),    # after the incast: ignored
+    ]
+    m = metrics(rows, run_of([100_000], T0 + 5 * rtt))
+    ok = (m["drops"] == 3 and m["late_drops"] == 1 and m["q_max_bdp"] == 3.6
+          and m["q_p50_bdp"] == 1.0 and m["q_p99_bdp"] == 2.0)
+    return ok, json.dumps(m)
+
+
+def t_completion_ideal_and_victim():
+    rtt = RTT_US * 1000
+    rpcs = [[T0 - 10_000_000, 1_000_000],    # over before the incast: not counted
+            [T0 - 1_000_000, 1_000_000],     # in progress at its start: counted
+            [T0 + 1_000, 2_000_000], [T0 + 3_000_000, 4_000_000], [T0 + 9_000_000, 9_000_000],
+            [T0 + 50_000_000, 1]]           # after it
+    m = metrics([(T0 + 10, 0, 1, 1514, 0)], run_of([125_000, 125_000], T0 + 30_000_000, rpcs))
+    # 250,000 B at 12.5 MB/s = 20 ms, plus one base RTT.
+    ok = (m["completion_ms"] == 30.0 and m["ideal_ms"] == 22.0 and m["victim_rpcs"] == 4
+          and m["victim_p50_us"] == 4000.0 and m["victim_p99_us"] == 9000.0 and m["complete"]
+          and rtt == 2_000_000)
+    return ok, json.dumps(m)
+
+
+def t_incomplete_run_is_flagged():
+    r = run_of([1000, 1000], T0 + 1_000_000)
+    r["flows"][1]["got"] = 999
+    m = metrics([(T0 + 10, 0, 1, 1514, 0)], r)
+    return not m["complete"], json.dumps(m)
+
+
+TESTS = [t_sizes_repeat_per_repetition, t_back_to_back_link_is_fully_used, t_late_drops_and_queue_windows,
+         t_completion_ideal_and_victim, t_incomplete_run_is_flagged]
+
+
+def main():
+    print("TAP version 13")
+    print(f"1..{len(TESTS)}")
+    fails = 0
+    for i, t in enumerate(TESTS, 1):
+        try:
+            ok, why = t()
+        except Exception as e:  # a crash is a failure, reported as such
+            ok, why = False, f"{type(e).__name__}: {e}"
+        print(f"# {why}")
+        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__[2:]}")
+        fails += not ok
+    print(f"# totals: pass:{len(TESTS) - fails} fail:{fails} xfail:0 xpass:0 skip:0 error:0")
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()
