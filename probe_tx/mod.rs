@@ -284,8 +284,8 @@ unsafe extern "C" fn hpcc_nf_local_in(
 
 /// The netfilter POST_ROUTING hook: holds packets of flows paused at
 /// egress (`sfc_scope` 1, `sfc_rx`). Every other packet costs one atomic
-/// load of its netns's state while nothing was ever paused there, and a
-/// clock read once something was.
+/// load of its netns's state while nothing is paused there, and a clock
+/// read and a look at its headers while something may be.
 unsafe extern "C" fn hpcc_nf_post_routing(
     _priv: *mut c_void,
     skb: *mut bindings::sk_buff,

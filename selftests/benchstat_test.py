@@ -12,6 +12,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchstat  # noqa: E402
+import ktap  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -88,22 +89,5 @@ TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_i
          t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file]
 
 
-def main():
-    print("TAP version 13")
-    print(f"1..{len(TESTS)}")
-    fails = 0
-    for i, t in enumerate(TESTS, 1):
-        try:
-            ok, why = t()
-        except Exception as e:  # a crash is a failure, reported as such
-            ok, why = False, f"{type(e).__name__}: {e}"
-        name = t.__name__[2:]
-        print(f"# {why}")
-        print(f"{'ok' if ok else 'not ok'} {i} {name}")
-        fails += not ok
-    print(f"# totals: pass:{len(TESTS) - fails} fail:{fails} xfail:0 xpass:0 skip:0 error:0")
-    sys.exit(1 if fails else 0)
-
-
 if __name__ == "__main__":
-    main()
+    ktap.run(TESTS)

@@ -10,6 +10,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import incast  # noqa: E402
+import ktap  # noqa: E402
 
 RATE = 100_000_000          # 100 Mbit/s: 1514 B take 121,120 ns
 RTT_US = 2000               # BDP 25,000 B
@@ -90,21 +91,5 @@ TESTS = [t_sizes_repeat_per_repetition, t_back_to_back_link_is_fully_used, t_lat
          t_completion_ideal_and_victim, t_incomplete_run_is_flagged]
 
 
-def main():
-    print("TAP version 13")
-    print(f"1..{len(TESTS)}")
-    fails = 0
-    for i, t in enumerate(TESTS, 1):
-        try:
-            ok, why = t()
-        except Exception as e:  # a crash is a failure, reported as such
-            ok, why = False, f"{type(e).__name__}: {e}"
-        print(f"# {why}")
-        print(f"{'ok' if ok else 'not ok'} {i} {t.__name__[2:]}")
-        fails += not ok
-    print(f"# totals: pass:{len(TESTS) - fails} fail:{fails} xfail:0 xpass:0 skip:0 error:0")
-    sys.exit(1 if fails else 0)
-
-
 if __name__ == "__main__":
-    main()
+    ktap.run(TESTS)
