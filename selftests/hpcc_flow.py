@@ -303,14 +303,18 @@ def storm(argv):
         ]:
             variants.append(packet(src, dst, 1024 + i * 7, 5201 + i, dscp, pl))
     s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
-    sent, end, n = 0, time.monotonic() + secs, len(variants)
+    t0 = time.monotonic()
+    sent, end, n = 0, t0 + secs, len(variants)
     while sent < count and (sent % 1024 or time.monotonic() < end):
         try:
             s.sendto(variants[sent % n], (dst, 0))
         except OSError:
             pass
         sent += 1
-    print(json.dumps({"sent": sent}))
+        if sent % 50000 == 0:  # progress, for runs that take hours
+            print(json.dumps({"progress": sent, "secs": round(time.monotonic() - t0, 1)}),
+                  file=sys.stderr, flush=True)
+    print(json.dumps({"sent": sent, "secs": round(time.monotonic() - t0, 1)}))
 
 
 def frames(dev, secs):

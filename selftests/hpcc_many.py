@@ -226,6 +226,9 @@ def churn(a):
                     continue
                 if st[1] >= a.bytes:
                     done += 1
+                    if done % 1000 == 0:  # progress, for runs that take hours
+                        print(json.dumps({"progress": done, "secs": round(time.monotonic() - t0, 1)}),
+                              file=sys.stderr, flush=True)
                 else:
                     failed += 1
             sel.unregister(s)

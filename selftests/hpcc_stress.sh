@@ -108,10 +108,10 @@ ip netns exec hpcc-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP 86400 --stop "
 toggle=$!
 # The storm: toward the receiver (probes and responses) and the sender.
 ip netns exec hpcc-s2 python3 "$FLOW" storm 86400 $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
-	>"$OUT/storm-rcv.json" 2>&1 &
+	>"$OUT/storm-rcv.json" 2>"$OUT/storm-rcv.err" &
 storm1=$!
 ip netns exec hpcc-s2 python3 "$FLOW" storm 86400 $((HOSTILE - HOSTILE / 2)) --src 10.1.2.1 --dst 10.1.1.1 \
-	>"$OUT/storm-snd.json" 2>&1 &
+	>"$OUT/storm-snd.json" 2>"$OUT/storm-snd.err" &
 storm2=$!
 # Parameters: valid and invalid values, restored at the end.
 params_loop() {
@@ -134,7 +134,7 @@ params_loop() {
 	for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$P/$k"; done
 	echo "$writes $refused"
 }
-params_loop >"$OUT/params.txt" 2>&1 &
+params_loop >"$OUT/params.txt" 2>"$OUT/params.err" &
 params=$!
 # Network namespaces deleted under live hpcc flows.
 netns_loop() {
@@ -159,7 +159,8 @@ netns_loop() {
 	done
 	echo $cycles
 }
-netns_loop >"$OUT/netns.txt" 2>&1 &
+# Its stderr apart: bash reports the killed jobs there.
+netns_loop >"$OUT/netns.txt" 2>"$OUT/netns.err" &
 netns=$!
 # failslab on hpcc_flow for the middle third.
 fs0=$(hpcc_stat flows_without_state)
