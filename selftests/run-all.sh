@@ -57,6 +57,11 @@ passed=$((passed + cp))
 failed=$((failed + cf))
 if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
 
+step "no panic path in the core with overflow checks on (rust/bench/panic-check.sh)"
+# As a kernel with CONFIG_RUST_OVERFLOW_CHECKS (the debug kernel) builds it.
+sh "$root/rust/bench/panic-check.sh"
+verdict core-has-no-panic-paths-with-overflow-checks $?
+
 step "host test of the selftest library (selftests/lib_test.sh)"
 host_ktap lib_test bash "$root/selftests/lib_test.sh"
 

@@ -305,7 +305,7 @@ fn mapped(a: IpAddr) -> u128 {
 }
 
 fn mask(len: u8) -> u128 {
-    u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0)
+    128u32.checked_sub(u32::from(len)).and_then(|s| u128::MAX.checked_shl(s)).unwrap_or(0)
 }
 
 /// The switches a host accepts signals from: up to [`ACL_MAX`] IPv4 and
@@ -351,7 +351,7 @@ impl Acl {
             if len > max {
                 return Err(AclError::Syntax);
             }
-            let len = if addr.is_ipv4() { len + 96 } else { len };
+            let len = if addr.is_ipv4() { len.saturating_add(96) } else { len };
             let v = mapped(addr);
             acl.push(v, len)?;
         }
@@ -383,7 +383,7 @@ impl Acl {
             return Err(AclError::HostBits);
         }
         *self.p.get_mut(self.n).ok_or(AclError::TooMany)? = Prefix { addr, len };
-        self.n += 1;
+        self.n = self.n.saturating_add(1);
         Ok(())
     }
 
@@ -559,7 +559,7 @@ impl WindowCut {
         let carried = div_wide(mul_wide(u64::from(reference), bdp), bdp.saturating_add(u64::from(qlen)).max(1))
             .unwrap_or(0);
         // carried ≤ reference < 2^32 and eta ≤ 10^6 < 2^20: no overflow.
-        let cut = carried * u64::from(eta_ppm.min(ETA_SCALE)) / u64::from(ETA_SCALE);
+        let cut = carried.saturating_mul(u64::from(eta_ppm.min(ETA_SCALE))) / u64::from(ETA_SCALE);
         let cut = u32::try_from(cut).unwrap_or(u32::MAX);
         cut.max(min_w).min(w)
     }
