@@ -31,10 +31,8 @@
 use crate::bindings;
 use crate::hpcc_core::flowhash;
 use crate::hpcc_core::guard::{admit_flow, Admit};
-use crate::hpcc_core::law::HpccFlow;
-use crate::hpcc_core::params::HpccParams;
+use crate::hpcc_core::control::FlowCtl;
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
-use crate::hpcc_core::sfc::WindowCut;
 use crate::netns::NetRef;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
@@ -211,33 +209,8 @@ impl SfcMail {
     }
 }
 
-/// State only the socket's congestion-control hooks touch.
-pub(crate) struct Owned {
-    /// The HPCC++ control law.
-    pub(crate) law: HpccFlow,
-    /// Its parameters (T is per flow when `base_rtt_us` is 0).
-    pub(crate) params: HpccParams,
-    /// The T the parameters were built with, ns.
-    pub(crate) base_rtt_ns: u64,
-    /// When the last probe left, ns.
-    pub(crate) last_probe_ns: u64,
-    /// When the last sample updated the window, ns (0: never).
-    pub(crate) last_update_ns: u64,
-    /// Probes sent (selects the nonce slot).
-    pub(crate) probes: usize,
-    /// The slowest link of the path as the last response reported it,
-    /// bytes/s (0: unknown).
-    pub(crate) path_rate: u64,
-    /// Most segments in flight since the last applied sample (window
-    /// validation).
-    pub(crate) max_in_flight: u32,
-    /// Whether a response was applied yet (`flows_with_telemetry`).
-    pub(crate) had_response: bool,
-    /// The SFC signal generation last acted on.
-    pub(crate) sfc_gen: u32,
-    /// SFC window cuts (no compounding within an RTT).
-    pub(crate) sfc_cut: WindowCut,
-}
+/// The congestion-control hooks' part: the controller's per-flow state.
+pub(crate) type Owned = FlowCtl;
 
 /// Why a flow has no telemetry state.
 #[derive(Clone, Copy)]

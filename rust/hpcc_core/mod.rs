@@ -19,6 +19,10 @@
 //! * [`fixed`]: fixed-point formats, documented error bounds, and the
 //!   64-bit-only 128/64 division.
 //! * [`probe`]: probe and response packets that carry the INT stack.
+//! * [`control`]: the controller: every per-ACK decision of a connection
+//!   (cwnd, pacing, probes, telemetry freshness, the fallback) from plain
+//!   integers; the kernel glue only converts and applies.
+//! * [`knobs`]: the module's knobs, their defaults and validation.
 //! * [`fallback`]: the no-telemetry AIMD law.
 //! * [`guard`]: TCP's loss response and the delivered-BDP bound around
 //!   telemetry.
@@ -49,10 +53,12 @@
 //! 47 ns full-width, 806 Ir / 78 ns from the wire; 5 hops 1232 Ir / 103 ns
 //! full-width, 1840 Ir / 141 ns from the wire.
 
+pub mod control;
 pub mod fallback;
 pub mod fixed;
 pub mod flowhash;
 pub mod guard;
+pub mod knobs;
 pub mod law;
 pub mod params;
 pub mod probe;

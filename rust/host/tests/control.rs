@@ -1,0 +1,366 @@
+//! The controller (`hpcc_core::control`): every per-ACK rule the kernel
+//! glue applies, driven with plain integers.
+
+use hpcc_core::control::*;
+use hpcc_core::guard::DELIVERY_GAIN;
+use hpcc_core::knobs::Knobs;
+use hpcc_core::wire::{self, IntStack, RawHop};
+
+const MSS: u32 = 1448;
+/// The emulated 100 Mbit/s port of the selftests (rate code 12).
+const RATE_100M: u8 = 12;
+const B: u64 = 100_000_000 / 8; // bytes/s
+const T_US: u32 = 1000;
+
+fn conn(now_ns: u64, cwnd: u32) -> Conn {
+    Conn {
+        now_ns,
+        mss: MSS,
+        cwnd,
+        ssthresh: u32::MAX,
+        srtt_us: T_US,
+        min_rtt_us: T_US,
+        packets_out: cwnd,
+        in_flight: cwnd,
+        snd_nxt: 1,
+        in_reduction: false,
+        cwnd_limited: true,
+    }
+}
+
+/// One hop's INT stack, as a switch port of 100 Mbit/s stamps it.
+fn int(ts_ns: u64, tx_bytes: u64, qlen: u64) -> Vec<u8> {
+    let mut hops = [RawHop::default(); wire::MAX_HOPS];
+    hops[0] = RawHop::quantize(RATE_100M, ts_ns, tx_bytes, qlen).unwrap();
+    let stack = IntStack { n_hops: 1, path_id: 7, hops };
+    let mut out = vec![0u8; wire::encoded_len(wire::MAX_HOPS)];
+    let n = wire::encode(&stack, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+fn sample(delivered: u32, interval_us: u64) -> RateSample {
+    RateSample { delivered, interval_us, prior_in_flight: delivered, acked_sacked: 1, app_limited: false }
+}
+
+#[test]
+fn init_starts_at_the_initial_window_paced_at_w_over_t() {
+    let k = Knobs::DEFAULT;
+    let c = Conn { cwnd: 10, ..conn(0, 10) };
+    let (_, d) = SockCtl::init(&k, &c, false);
+    let segs = k.init_window_bytes / MSS;
+    assert_eq!((d.cwnd, d.ssthresh), (segs, segs));
+    assert_eq!(d.pacing_shift, Some(11));
+    // W/T of a new flow (65536 B per 1 ms), below the srtt cap (150%).
+    assert_eq!(d.pacing_rate, 65_536_000);
+    // A running connection that switches keeps its smaller window.
+    let (_, d) = SockCtl::init(&k, &Conn { cwnd: 3, ..c }, true);
+    assert_eq!(d.cwnd, 3);
+    // Without telemetry: TCP's 120% of cwnd per srtt; shift 0 sets none.
+    let k0 = Knobs { telemetry: 0, pacing_shift: 0, ..k };
+    let (_, d) = SockCtl::init(&k0, &c, false);
+    assert_eq!(d.pacing_rate, u64::from(segs * MSS) * 120 / 100 * 1000);
+    assert_eq!(d.pacing_shift, None);
+}
+
+#[test]
+fn without_telemetry_the_fallback_runs() {
+    let k = Knobs::DEFAULT;
+    let c = Conn { ssthresh: 40, ..conn(1_000_000, 40) };
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    // cwnd-limited, at ssthresh: +1 segment per window of ACKed data.
+    let mut cwnd = 40;
+    for i in 0..40 {
+        let d = s.on_ack(&k, &Conn { cwnd, ..c }, Some(&sample(1, 1000)), None);
+        assert!(d.notes.has(Note::FallbackAck) && !d.notes.has(Note::HpccAck));
+        assert!(!d.probe && d.trace.is_none(), "ack {i}");
+        cwnd = d.cwnd;
+    }
+    assert_eq!(cwnd, 41);
+    // Not cwnd-limited: held.
+    let d = s.on_ack(&k, &Conn { cwnd, cwnd_limited: false, ..c }, Some(&sample(1, 1000)), None);
+    assert_eq!(d.cwnd, cwnd);
+    // In CWR/Recovery: at most ssthresh (and at least 2).
+    let d = s.on_ack(&k, &Conn { cwnd, ssthresh: 28, in_reduction: true, ..c }, None, None);
+    assert_eq!(d.cwnd, 28);
+    let d = s.on_ack(&k, &Conn { cwnd, ssthresh: 0, in_reduction: true, ..c }, None, None);
+    assert_eq!(d.cwnd, 2);
+    // Pacing: TCP's ratio, 200% below ssthresh/2.
+    let d = s.on_ack(&k, &Conn { cwnd: 10, packets_out: 10, ssthresh: 100, cwnd_limited: false, ..c }, None, None);
+    assert_eq!(d.pacing_rate, u64::from(10 * MSS) * 2 * 1000);
+}
+
+#[test]
+fn loss_and_undo() {
+    let k = Knobs::DEFAULT;
+    let (mut s, _) = SockCtl::init(&k, &conn(0, 10), false);
+    assert_eq!(s.ssthresh(&k, 100), 100 * 717 / 1024);
+    assert_eq!(s.undo_cwnd(70), 100, "undo restores the window before the loss");
+    assert_eq!(s.undo_cwnd(120), 120);
+}
+
+#[test]
+fn flow_state_only_when_sending_with_telemetry_and_not_right_after_a_refusal() {
+    let k = Knobs::DEFAULT;
+    let (mut s, _) = SockCtl::init(&k, &conn(0, 10), false);
+    assert!(!s.wants_flow(&k, 5, false), "a socket that only receives needs none");
+    assert!(s.wants_flow(&k, 5, true));
+    assert!(!s.wants_flow(&Knobs { telemetry: 0, ..k }, 5, true));
+    s.flow_refused(1_000);
+    assert!(!s.wants_flow(&k, 1_000 + STATE_RETRY_NS - 1, true));
+    assert!(s.wants_flow(&k, 1_000 + STATE_RETRY_NS, true));
+}
+
+#[test]
+fn probes_every_interval_with_data_in_flight() {
+    let k = Knobs::DEFAULT;
+    let c = conn(10_000_000, 40);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let sfc = SfcState::default();
+    let d = s.on_ack(&k, &c, None, Some((&mut f, None, &sfc)));
+    assert!(d.probe, "no probe yet");
+    assert_eq!(f.probe_sent(c.now_ns), 0);
+    assert_eq!(f.probe_sent(c.now_ns), 1, "each probe its own nonce slot");
+    // One interval (srtt, at least T) later, not before.
+    let later = |dt| Conn { now_ns: c.now_ns + dt, ..c };
+    assert!(!s.on_ack(&k, &later(999_999), None, Some((&mut f, None, &sfc))).probe);
+    assert!(s.on_ack(&k, &later(1_000_000), None, Some((&mut f, None, &sfc))).probe);
+    // Nothing in flight: no probe from the ACK path.
+    let idle = Conn { packets_out: 0, ..later(5_000_000) };
+    assert!(!s.on_ack(&k, &idle, None, Some((&mut f, None, &sfc))).probe);
+    assert!(f.probe_due(&k, &idle), "but due for CA_EVENT_TX_START");
+    assert!(!f.probe_due(&Knobs { telemetry: 0, ..k }, &idle));
+    // The knob overrides the RTT.
+    let k2 = Knobs { probe_interval_us: 200, ..k };
+    assert!(f.probe_due(&k2, &Conn { now_ns: c.now_ns + 200_000, ..c }));
+}
+
+/// Drives a flow with two samples of an idle path then a loaded one and
+/// returns the controller state and the decisions.
+#[test]
+fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
+    let k = Knobs::DEFAULT;
+    let c0 = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c0, false);
+    let mut f = FlowCtl::new(&k, &c0).unwrap();
+    let sfc = SfcState::default();
+    // Delivery at one BDP per RTT lets telemetry set up to 2 BDP.
+    s.on_ack(&k, &c0, Some(&sample(86, 1000)), None);
+    let r1 = int(1_000_000, 0, 0);
+    let d = s.on_ack(&k, &c0, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &sfc)));
+    assert!(d.notes.has(Note::FirstTelemetry) && d.notes.has(Note::SampleRecorded));
+    assert!(d.notes.has(Note::FallbackAck), "one sample only records: not fresh yet");
+    let t = d.trace.unwrap();
+    assert_eq!((t.event, t.n_hops, t.cwnd), (0, 1, 45));
+    // 1 ms later the port sent 0.5 BDP: U = 0.5 < eta, W grows (≤ 110%).
+    let c1 = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c0 };
+    let r2 = int(2_000_000, B / 2000, 0);
+    let d = s.on_ack(&k, &c1, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sfc)));
+    assert!(d.notes.has(Note::HpccAck) && d.notes.has(Note::SampleApplied), "{:?}", d.notes);
+    let w = f.law().window_bytes();
+    assert_eq!(d.cwnd, w.div_ceil(MSS));
+    assert!(w > 65_536 && w <= 65_536 * 110 / 100 + 1, "W {w}");
+    assert_eq!(d.pacing_rate, f.pacing_rate(&k, c1.srtt_us));
+    assert_eq!(d.trace.unwrap().event, 3, "the first update commits");
+    // Fresh for 8 probe intervals, then the fallback takes over.
+    let at = |dt| Conn { now_ns: c1.now_ns + dt, ..c1 };
+    let d = s.on_ack(&k, &at(8_000_000), None, Some((&mut f, None, &sfc)));
+    assert!(d.notes.has(Note::HpccAck));
+    let d = s.on_ack(&k, &at(8_000_001), None, Some((&mut f, None, &sfc)));
+    assert!(d.notes.has(Note::FallbackAck));
+}
+
+#[test]
+fn telemetry_never_raises_a_reduction_nor_passes_the_delivery_bound() {
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let sfc = SfcState::default();
+    let (r1, r2) = (int(1_000_000, 0, 0), int(2_000_000, 1, 0));
+    s.on_ack(&k, &c, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &sfc)));
+    // An idle path (U ≈ 0) asks for a big window.
+    let c1 = Conn { now_ns: 2_000_000, snd_nxt: 100_000, ..c };
+    let d = s.on_ack(&k, &c1, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 100_000, int: &r2 }), &sfc)));
+    let want = f.law().window_bytes().div_ceil(MSS);
+    assert!(want > 45);
+    // No delivery sample: at most the initial window.
+    assert_eq!(d.cwnd, 45);
+    assert!(d.notes.has(Note::CappedByDelivery));
+    // 10 segments delivered per min RTT: at most 2·10.
+    let d = s.on_ack(&k, &Conn { now_ns: 2_100_000, ..c1 }, Some(&sample(10, 1000)), Some((&mut f, None, &sfc)));
+    assert_eq!(d.cwnd, 45.max(10 * DELIVERY_GAIN));
+    // In Recovery: at most min(cwnd, ssthresh).
+    let red = Conn { now_ns: 2_200_000, cwnd: 30, ssthresh: 21, in_reduction: true, ..c1 };
+    let d = s.on_ack(&k, &red, None, Some((&mut f, None, &sfc)));
+    assert_eq!(d.cwnd, 21);
+    assert!(d.notes.has(Note::CappedByReduction));
+}
+
+#[test]
+fn a_garbage_stack_is_counted_and_changes_nothing() {
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let before = f.clone();
+    let sfc = SfcState::default();
+    for junk in [&[][..], &[0xff; 3][..], &[0xff; 40][..]] {
+        let d = s.on_ack(&k, &c, None, Some((&mut f, Some(&Response { rx_ns: 1, snd_nxt: 1, int: junk }), &sfc)));
+        assert!(d.notes.has(Note::ResponseBadInt) && d.trace.is_none());
+        assert_eq!(f.law().window_bytes(), before.law().window_bytes());
+        assert_eq!(f.path_rate(), 0);
+    }
+}
+
+#[test]
+fn an_sfc_signal_asks_for_the_pause_once_and_cuts_w() {
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let w0 = f.law().window_bytes();
+    // One BDP (12.5 kB at 100 Mbit/s, 1 ms) queued: the window halves (×eta).
+    let sig = SfcState { gen: 1, qlen: 12_500, speed: RATE_100M };
+    let d = s.on_ack(&k, &c, None, Some((&mut f, None, &sig)));
+    assert!(d.take_pause && d.notes.has(Note::SfcWindowCut));
+    let w1 = f.law().window_bytes();
+    assert!(w1 < w0 / 2 && w1 > w0 / 3, "{w0} -> {w1}");
+    assert!(d.notes.has(Note::HpccAck), "a cut is telemetry: applied at once");
+    assert_eq!(d.cwnd, w1.div_ceil(MSS));
+    // The same generation again: nothing.
+    let d = s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
+    assert!(!d.take_pause && !d.notes.has(Note::SfcWindowCut));
+    // sfc_window_cut 0: the pause only.
+    let k0 = Knobs { sfc_window_cut: 0, ..k };
+    let d = s.on_ack(&k0, &c, None, Some((&mut f, None, &SfcState { gen: 2, ..sig })));
+    assert!(d.take_pause && !d.notes.has(Note::SfcWindowCut));
+    assert_eq!(f.law().window_bytes(), w1);
+}
+
+#[test]
+fn t_follows_the_minimum_rtt_unless_set() {
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let sfc = SfcState::default();
+    assert_eq!(f.base_rtt_ns(), 1_000_000);
+    s.on_ack(&k, &Conn { min_rtt_us: 1100, ..c }, None, Some((&mut f, None, &sfc)));
+    assert_eq!(f.base_rtt_ns(), 1_000_000, "within 1/8: kept");
+    s.on_ack(&k, &Conn { min_rtt_us: 500, ..c }, None, Some((&mut f, None, &sfc)));
+    assert_eq!(f.base_rtt_ns(), 500_000);
+    let k2 = Knobs { base_rtt_us: 2000, ..k };
+    s.on_ack(&k2, &Conn { min_rtt_us: 100, ..c }, None, Some((&mut f, None, &sfc)));
+    assert_eq!(f.base_rtt_ns(), 500_000, "base_rtt_us set: not followed here");
+    assert_eq!(FlowCtl::new(&k2, &c).unwrap().base_rtt_ns(), 2_000_000);
+    assert_eq!(base_rtt_ns(&k, 0), DEFAULT_BASE_RTT_NS);
+    assert_eq!(base_rtt_ns(&k, u32::MAX), DEFAULT_BASE_RTT_NS);
+}
+
+#[test]
+fn notes_round_trip() {
+    let mut n = Notes::default();
+    n.add(Note::SfcWindowCut);
+    n.add(Note::HpccAck);
+    assert_eq!(n.iter().collect::<Vec<_>>(), vec![Note::HpccAck, Note::SfcWindowCut]);
+}
+
+/// A fluid model of one flow through one 100 Mbit/s port with T = 1 ms:
+/// per probe interval the flow offers min(cwnd, pacing) worth of bytes,
+/// the port drains B·interval, and the probe reports ts, txBytes, qlen.
+struct Loop {
+    k: Knobs,
+    s: SockCtl,
+    f: FlowCtl,
+    now: u64,
+    q: u64,
+    tx: u64,
+    snd_nxt: u32,
+    cwnd: u32,
+    rate: u64,
+}
+
+impl Loop {
+    fn new(k: Knobs) -> Self {
+        let c = conn(1_000_000, 10);
+        let (s, d) = SockCtl::init(&k, &c, false);
+        let f = FlowCtl::new(&k, &c).unwrap();
+        Self { k, s, f, now: 1_000_000, q: 0, tx: 0, snd_nxt: 1, cwnd: d.cwnd, rate: d.pacing_rate }
+    }
+
+    /// One probe interval; returns (queue bytes, bytes the port sent).
+    fn step(&mut self) -> (u64, u64) {
+        let dt = 1_000_000u64;
+        let offered = (u64::from(self.cwnd) * u64::from(MSS)).min(self.rate.saturating_mul(dt) / 1_000_000_000);
+        let cap = B * dt / 1_000_000_000;
+        let sent = (self.q + offered).min(cap);
+        self.q = self.q + offered - sent;
+        self.tx += sent;
+        let probe_snd_nxt = self.snd_nxt;
+        self.snd_nxt = self.snd_nxt.wrapping_add(offered as u32);
+        self.now += dt;
+        let segs = u32::try_from(offered.div_ceil(u64::from(MSS))).unwrap();
+        let srtt = T_US + u32::try_from(self.q * 1_000_000 / B).unwrap();
+        let c = Conn {
+            now_ns: self.now,
+            cwnd: self.cwnd,
+            srtt_us: srtt,
+            packets_out: segs.max(1),
+            in_flight: segs.max(1),
+            snd_nxt: self.snd_nxt,
+            ..conn(self.now, self.cwnd)
+        };
+        let r = int(self.now, self.tx, self.q);
+        let rs = sample(u32::try_from(sent / u64::from(MSS)).unwrap(), 1000);
+        let resp = Response { rx_ns: self.now, snd_nxt: probe_snd_nxt, int: &r };
+        let d = self.s.on_ack(&self.k, &c, Some(&rs), Some((&mut self.f, Some(&resp), &SfcState::default())));
+        self.cwnd = d.cwnd;
+        self.rate = d.pacing_rate;
+        (self.q, sent)
+    }
+}
+
+#[test]
+fn closed_loop_one_flow_fills_the_link_without_a_queue() {
+    let mut l = Loop::new(Knobs::DEFAULT);
+    for _ in 0..200 {
+        l.step();
+    }
+    let (mut qs, mut sent) = (0, 0);
+    for _ in 0..100 {
+        let (q, s) = l.step();
+        qs = qs.max(q);
+        sent += s;
+    }
+    let util = sent as f64 / (B as f64 * 0.1);
+    eprintln!("one flow: utilization {util:.3}, queue peak {qs} B");
+    assert!(util > 0.9, "utilization {util:.3}");
+    assert!(qs < B / 1000 / 2, "queue peak {qs} B, half a BDP is {}", B / 2000);
+}
+
+#[test]
+fn closed_loop_climbs_back_from_the_minimum_window() {
+    let mut l = Loop::new(Knobs::DEFAULT);
+    for _ in 0..200 {
+        l.step();
+    }
+    // A burst of other traffic drove the flow to its minimum window.
+    let sig = SfcState { gen: 1, qlen: 60_000, speed: RATE_100M };
+    let c = conn(l.now, l.cwnd);
+    let d = l.s.on_ack(&l.k, &c, None, Some((&mut l.f, None, &sig)));
+    l.cwnd = d.cwnd;
+    l.rate = d.pacing_rate;
+    assert!(l.cwnd <= 3, "cwnd {}", l.cwnd);
+    let mut steps = 0;
+    loop {
+        let (_, s) = l.step();
+        steps += 1;
+        if s * 100 >= B / 1000 * 90 || steps > 200 {
+            break;
+        }
+    }
+    eprintln!("from cwnd {}: {steps} RTTs to 90% of the link", d.cwnd);
+    assert!(steps <= 50, "{steps} RTTs to regain 90% of the link");
+}

@@ -1,0 +1,608 @@
+//! The controller: every decision `hpcc` makes for a connection, as a pure
+//! function of what the connection shows.
+//!
+//! The kernel glue (`rust/cong_ops.rs`) reads a [`Conn`] (and the ACK's
+//! [`RateSample`], the flow's newest validated [`Response`] and its
+//! [`SfcState`]) out of the socket, calls one method here, and applies the
+//! decision it gets back: cwnd, pacing rate, whether to probe, whether to
+//! take a pending SFC pause, a trace sample and the counters to bump. It
+//! decides nothing itself. Knobs reach the algorithm only as a
+//! [`Knobs`] snapshot.
+//!
+//! State lives in two places, as in the kernel:
+//!
+//! * [`SockCtl`], 48 bytes of integers in the socket's `icsk_ca_priv`: the
+//!   fallback law, `undo` state, the delivered-BDP bound, the window the
+//!   connection started with, and when to retry allocating telemetry state;
+//! * [`FlowCtl`], in the flow's out-of-line object, allocated the first
+//!   time the connection sends data ([`SockCtl::wants_flow`]): the HPCC++
+//!   law, its parameters and T, the probe clock, the path rate, window
+//!   validation and SFC bookkeeping.
+//!
+//! # On every ACK ([`SockCtl::on_ack`])
+//!
+//! 1. The rate sample feeds the delivered-BDP bound ([`DeliveryBound`]).
+//! 2. With telemetry state: T follows the flow's minimum RTT when
+//!    `base_rtt_us` is 0 (re-validated on a change of more than 1/8); a new
+//!    SFC signal asks the glue to take its pending pause and, with
+//!    `sfc_window_cut`, cuts W to what the bottleneck carries
+//!    ([`WindowCut`]); the newest response, if any, is applied to the law
+//!    (MeasureInflight / ComputeWind / NewAck with the probe's `snd_nxt` as
+//!    the ACKed sequence) after window validation's bound is set, and
+//!    yields a trace sample; a probe is due when data is in flight and the
+//!    last probe is a probe interval old.
+//! 3. While telemetry is fresh (an update within [`FRESH_INTERVALS`] probe
+//!    intervals): cwnd = ⌈W / mss⌉ within TCP's loss response and the
+//!    delivered-BDP bound ([`telemetry_cwnd`]) and the cwnd bounds; pacing
+//!    R = W/T, at most the path's slowest link (`pace_at_link_rate`) and
+//!    `pace_srtt_cap_pct`% of W per smoothed RTT.
+//! 4. Otherwise the fallback ([`Fallback`]): additive increase while
+//!    cwnd-limited, `min(cwnd, ssthresh)` in CWR/Recovery, and TCP's usual
+//!    pacing at 1.2 (or 2 below ssthresh/2) times cwnd per smoothed RTT.
+
+use super::fallback::Fallback;
+use super::guard::{init_cwnd, telemetry_cwnd, Capped, DeliveryBound};
+use super::knobs::Knobs;
+use super::law::{srtt_pacing_cap, Event, HpccFlow};
+use super::params::HpccParams;
+use super::probe;
+use super::sfc::WindowCut;
+use super::wire;
+
+/// T used until the flow has an RTT sample, when `base_rtt_us` is 0.
+pub const DEFAULT_BASE_RTT_NS: u64 = 1_000_000;
+
+/// Telemetry is fresh for this many probe intervals after an update.
+pub const FRESH_INTERVALS: u64 = 8;
+
+/// After a flow could not get telemetry state (netns limit, churn bound,
+/// no memory), it runs the fallback and tries again after this long.
+pub const STATE_RETRY_NS: u64 = 100_000_000;
+
+/// What the connection shows at a hook (the `tcp_sock` fields, as TCP
+/// keeps them; RTTs 0 or `u32::MAX` when unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conn {
+    /// Host clock, ns.
+    pub now_ns: u64,
+    /// `mss_cache`, bytes.
+    pub mss: u32,
+    /// `snd_cwnd`, segments.
+    pub cwnd: u32,
+    /// `snd_ssthresh`, segments.
+    pub ssthresh: u32,
+    /// `srtt_us >> 3`, µs.
+    pub srtt_us: u32,
+    /// `tcp_min_rtt()`, µs.
+    pub min_rtt_us: u32,
+    /// `packets_out`, segments.
+    pub packets_out: u32,
+    /// `tcp_packets_in_flight()`, segments.
+    pub in_flight: u32,
+    /// `snd_nxt`.
+    pub snd_nxt: u32,
+    /// `tcp_in_cwnd_reduction()`: CWR or Recovery.
+    pub in_reduction: bool,
+    /// `tcp_is_cwnd_limited()`.
+    pub cwnd_limited: bool,
+}
+
+/// The ACK's `struct rate_sample`, where TCP gave one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateSample {
+    /// Segments delivered over the interval (negative values as 0).
+    pub delivered: u32,
+    /// The interval, µs (0: invalid).
+    pub interval_us: u64,
+    /// Segments in flight before this ACK.
+    pub prior_in_flight: u32,
+    /// Segments this ACK acknowledged or SACKed.
+    pub acked_sacked: u32,
+    /// Whether the sample was application-limited.
+    pub app_limited: bool,
+}
+
+/// The flow's newest validated probe response (nonce already checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response<'a> {
+    /// Host clock when it arrived, ns.
+    pub rx_ns: u64,
+    /// The `snd_nxt` its probe was sent at.
+    pub snd_nxt: u32,
+    /// The INT stack it carried (Figure 4).
+    pub int: &'a [u8],
+}
+
+/// The flow's SFC signal cell as the receive hook last wrote it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SfcState {
+    /// Bumped by every accepted signal.
+    pub gen: u32,
+    /// The signal's queue length, bytes.
+    pub qlen: u32,
+    /// The signalling port's speed code (`wire::RATES`).
+    pub speed: u8,
+}
+
+/// Something a hook did that the module counts (one per counter of
+/// `/proc/net/hpcc_stat` the controller drives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Note {
+    /// cwnd and pacing came from telemetry.
+    HpccAck,
+    /// cwnd and pacing came from the fallback.
+    FallbackAck,
+    /// TCP's reduction lowered what telemetry asked for.
+    CappedByReduction,
+    /// The delivered-BDP bound lowered what telemetry asked for.
+    CappedByDelivery,
+    /// The response's INT stack did not parse.
+    ResponseBadInt,
+    /// The flow's first response.
+    FirstTelemetry,
+    /// A sample updated W.
+    SampleApplied,
+    /// A sample only recorded the path.
+    SampleRecorded,
+    /// A sample found a new path.
+    SamplePathChanged,
+    /// A stale sample changed nothing.
+    SampleStale,
+    /// An SFC signal cut W.
+    SfcWindowCut,
+}
+
+/// A set of [`Note`]s.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Notes(u16);
+
+impl Notes {
+    /// Adds `n`.
+    pub fn add(&mut self, n: Note) {
+        self.0 |= 1 << (n as u8);
+    }
+
+    /// Whether `n` is in the set.
+    pub fn has(&self, n: Note) -> bool {
+        self.0 & (1 << (n as u8)) != 0
+    }
+
+    /// The notes in the set.
+    pub fn iter(self) -> impl Iterator<Item = Note> {
+        const ALL: [Note; 11] = [
+            Note::HpccAck,
+            Note::FallbackAck,
+            Note::CappedByReduction,
+            Note::CappedByDelivery,
+            Note::ResponseBadInt,
+            Note::FirstTelemetry,
+            Note::SampleApplied,
+            Note::SampleRecorded,
+            Note::SamplePathChanged,
+            Note::SampleStale,
+            Note::SfcWindowCut,
+        ];
+        ALL.into_iter().filter(move |n| self.has(*n))
+    }
+}
+
+/// One applied response, for the `tcp_hpcc:hpcc_sample` tracepoint
+/// (`struct hpcc_trace_rec`, field for field).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceSample {
+    /// 0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale.
+    pub event: u8,
+    /// Index of the most loaded hop.
+    pub hop: u8,
+    /// Hops in the response.
+    pub n_hops: u8,
+    /// incStage after the sample.
+    pub inc_stage: u8,
+    /// U after the sample, ppm.
+    pub u_ppm: u32,
+    /// The chosen hop's u', ppm.
+    pub sample_u_ppm: u32,
+    /// The chosen hop's queue, bytes.
+    pub qlen: u32,
+    /// W, bytes.
+    pub window: u32,
+    /// Wc, bytes.
+    pub wc: u32,
+    /// The cwnd before this ACK, segments.
+    pub cwnd: u32,
+    /// Segments in flight.
+    pub inflight: u32,
+    /// Smoothed RTT, µs.
+    pub srtt_us: u32,
+    /// T, µs.
+    pub base_rtt_us: u32,
+    /// The law's pacing rate after the sample, bytes/s.
+    pub pacing_rate: u64,
+    /// Slowest INT link of the path, bytes/s.
+    pub path_rate: u64,
+}
+
+/// What an ACK decided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckDecision {
+    /// cwnd to set, segments.
+    pub cwnd: u32,
+    /// Pacing rate to set, bytes/s.
+    pub pacing_rate: u64,
+    /// Send a probe now (then call [`FlowCtl::probe_sent`]).
+    pub probe: bool,
+    /// A new SFC signal: take the flow's pending pause and apply it.
+    pub take_pause: bool,
+    /// A response was applied: fire the tracepoint with this.
+    pub trace: Option<TraceSample>,
+    /// Counters to bump.
+    pub notes: Notes,
+}
+
+/// What `init` decided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InitDecision {
+    /// cwnd and ssthresh to set, segments (no exponential probe from a
+    /// small window: additive increase from about line rate).
+    pub cwnd: u32,
+    /// ssthresh to set, segments.
+    pub ssthresh: u32,
+    /// `sk_pacing_shift` to set, if any.
+    pub pacing_shift: Option<u8>,
+    /// Pacing rate to set, bytes/s.
+    pub pacing_rate: u64,
+}
+
+/// T for a flow: the `base_rtt_us` knob, or the flow's minimum RTT.
+pub fn base_rtt_ns(k: &Knobs, min_rtt_us: u32) -> u64 {
+    if k.base_rtt_us != 0 {
+        return u64::from(k.base_rtt_us) * 1000;
+    }
+    match min_rtt_us {
+        0 | u32::MAX => DEFAULT_BASE_RTT_NS,
+        us => u64::from(us) * 1000,
+    }
+}
+
+/// TCP's default pacing: 200% of cwnd·mss per smoothed RTT below
+/// ssthresh/2, else 120% (`tcp_update_pacing_rate`); unlimited without
+/// an RTT sample.
+pub fn default_pacing(cwnd: u32, ssthresh: u32, packets_out: u32, mss: u32, srtt_us: u32) -> u64 {
+    let segs = cwnd.max(packets_out);
+    let ratio: u64 = if cwnd < ssthresh / 2 { 200 } else { 120 };
+    let bytes = u64::from(mss).saturating_mul(u64::from(segs)).saturating_mul(ratio) / 100;
+    match srtt_us {
+        0 => u64::MAX,
+        us => bytes.saturating_mul(1_000_000) / u64::from(us),
+    }
+}
+
+/// A Q23.40 fraction in parts per million, saturating.
+pub fn q40_to_ppm(q: u64) -> u32 {
+    u32::try_from(u128::from(q).saturating_mul(1_000_000) >> 40).unwrap_or(u32::MAX)
+}
+
+/// A flow's HPCC++ state: the law, its parameters, the probe clock.
+#[derive(Debug, Clone)]
+pub struct FlowCtl {
+    law: HpccFlow,
+    params: HpccParams,
+    /// The T the parameters were built with, ns.
+    base_rtt_ns: u64,
+    /// When the last probe left, ns.
+    last_probe_ns: u64,
+    /// When the last sample updated the window, ns (0: never).
+    last_update_ns: u64,
+    /// Probes sent (selects the nonce slot).
+    probes: u32,
+    /// The slowest link of the path as the last response reported it,
+    /// bytes/s (0: unknown).
+    path_rate: u64,
+    /// Most segments in flight since the last applied sample (window
+    /// validation).
+    max_in_flight: u32,
+    /// Whether a response was applied yet.
+    had_response: bool,
+    /// The SFC signal generation last acted on.
+    sfc_gen: u32,
+    /// SFC window cuts (no compounding within an RTT).
+    sfc_cut: WindowCut,
+}
+
+impl FlowCtl {
+    /// A new flow's state; `None` if the knobs give no valid parameters
+    /// for this MSS and T.
+    pub fn new(k: &Knobs, c: &Conn) -> Option<Self> {
+        let t = base_rtt_ns(k, c.min_rtt_us);
+        let params = k.hpcc_params(c.mss, t).ok()?;
+        Some(Self {
+            law: HpccFlow::new(&params),
+            params,
+            base_rtt_ns: t,
+            last_probe_ns: 0,
+            last_update_ns: 0,
+            probes: 0,
+            path_rate: 0,
+            max_in_flight: 0,
+            had_response: false,
+            sfc_gen: 0,
+            sfc_cut: WindowCut::default(),
+        })
+    }
+
+    /// The law's state.
+    pub fn law(&self) -> &HpccFlow {
+        &self.law
+    }
+
+    /// T, ns.
+    pub fn base_rtt_ns(&self) -> u64 {
+        self.base_rtt_ns
+    }
+
+    /// The slowest link of the path, bytes/s (0: unknown).
+    pub fn path_rate(&self) -> u64 {
+        self.path_rate
+    }
+
+    /// When the last sample updated W, ns (0: never).
+    pub fn last_update_ns(&self) -> u64 {
+        self.last_update_ns
+    }
+
+    /// The probe interval ([`probe::interval_ns`]).
+    fn probe_interval_ns(&self, k: &Knobs, srtt_us: u32) -> u64 {
+        probe::interval_ns(k.probe_interval_us, srtt_us, self.base_rtt_ns)
+    }
+
+    /// Whether a probe is due now: telemetry on and a probe interval since
+    /// the last one. (The ACK path also wants data in flight; at
+    /// `CA_EVENT_TX_START` the data is about to leave.)
+    pub fn probe_due(&self, k: &Knobs, c: &Conn) -> bool {
+        k.telemetry == 1 && c.now_ns.saturating_sub(self.last_probe_ns) >= self.probe_interval_ns(k, c.srtt_us)
+    }
+
+    /// A probe left at `now_ns`; returns its sequence number (the nonce
+    /// slot).
+    pub fn probe_sent(&mut self, now_ns: u64) -> u32 {
+        let slot = self.probes;
+        self.probes = self.probes.wrapping_add(1);
+        self.last_probe_ns = now_ns;
+        slot
+    }
+
+    /// The pacing rate: R = W/T, at most the path's slowest link (with
+    /// `pace_at_link_rate`) and `pace_srtt_cap_pct`% of W per smoothed RTT
+    /// ([`srtt_pacing_cap`]).
+    pub fn pacing_rate(&self, k: &Knobs, srtt_us: u32) -> u64 {
+        let w = self.law.window_bytes();
+        let mut rate = self.law.pacing_rate(&self.params);
+        if self.path_rate != 0 && k.pace_at_link_rate == 1 {
+            rate = rate.min(self.path_rate);
+        }
+        rate.min(srtt_pacing_cap(w, k.pace_srtt_cap_pct, srtt_us))
+    }
+
+    /// Follows the flow's minimum RTT when T is measured.
+    fn follow_rtt(&mut self, k: &Knobs, c: &Conn) {
+        if k.base_rtt_us != 0 {
+            return;
+        }
+        let t = base_rtt_ns(k, c.min_rtt_us);
+        if t.abs_diff(self.base_rtt_ns) > self.base_rtt_ns / 8 {
+            if let Ok(p) = k.hpcc_params(c.mss, t) {
+                self.params = p;
+                self.base_rtt_ns = t;
+            }
+        }
+    }
+
+    /// A new SFC signal: `true` if the glue should take the pause.
+    fn on_sfc(&mut self, k: &Knobs, c: &Conn, s: &SfcState, notes: &mut Notes) -> bool {
+        if s.gen == self.sfc_gen {
+            return false;
+        }
+        self.sfc_gen = s.gen;
+        if k.sfc_window_cut == 1 {
+            let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
+            let eta = self.params.config().eta_ppm;
+            let w = self.law.window_bytes();
+            let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns);
+            self.law.cut(&self.params, cut);
+            self.last_update_ns = c.now_ns;
+            notes.add(Note::SfcWindowCut);
+        }
+        true
+    }
+
+    /// Applies a response; the trace sample, `None` if its INT stack is
+    /// malformed.
+    fn on_response(&mut self, k: &Knobs, c: &Conn, r: &Response<'_>, notes: &mut Notes) -> Option<TraceSample> {
+        let Ok(stack) = wire::parse(r.int) else {
+            notes.add(Note::ResponseBadInt);
+            return None;
+        };
+        if !self.had_response {
+            self.had_response = true;
+            notes.add(Note::FirstTelemetry);
+        }
+        self.path_rate = stack
+            .hops()
+            .iter()
+            .filter_map(|h| wire::rate_info(h.rate))
+            .map(|r| r.bps() / 8)
+            .min()
+            .unwrap_or(0);
+        // Window validation: the most the flow had in flight since the last
+        // sample bounds how far this one can raise W.
+        let used = self.max_in_flight.saturating_mul(c.mss);
+        self.law.set_used_window((k.window_validation == 1).then_some(used));
+        self.max_in_flight = c.in_flight;
+        let o = self.law.on_stack(&self.params, &stack, r.rx_ns, r.snd_nxt, c.snd_nxt);
+        let event = match o.event {
+            Event::Recorded => 0,
+            Event::PathChanged => 1,
+            Event::Updated => 2,
+            Event::Committed => 3,
+            Event::Stale(_) => 4,
+        };
+        notes.add(match o.event {
+            Event::Updated | Event::Committed => {
+                self.last_update_ns = c.now_ns;
+                Note::SampleApplied
+            }
+            Event::Recorded => Note::SampleRecorded,
+            Event::PathChanged => Note::SamplePathChanged,
+            Event::Stale(_) => Note::SampleStale,
+        });
+        let qlen = stack.hops().get(usize::from(o.hop)).map_or(0, |h| {
+            let shift = wire::rate_info(h.rate).map_or(0, |r| r.unit_shift);
+            u64::from(h.qlen).checked_shl(shift).unwrap_or(u64::MAX)
+        });
+        Some(TraceSample {
+            event,
+            hop: o.hop,
+            n_hops: stack.n_hops,
+            inc_stage: u8::try_from(self.law.inc_stage()).unwrap_or(u8::MAX),
+            u_ppm: q40_to_ppm(self.law.u_q40()),
+            sample_u_ppm: q40_to_ppm(o.sample_u_q40),
+            qlen: u32::try_from(qlen).unwrap_or(u32::MAX),
+            window: o.window_bytes,
+            wc: u32::try_from(self.law.wc_q16() >> super::fixed::WIN_SHIFT).unwrap_or(u32::MAX),
+            cwnd: c.cwnd,
+            inflight: c.in_flight,
+            srtt_us: c.srtt_us,
+            base_rtt_us: u32::try_from(self.base_rtt_ns / 1000).unwrap_or(u32::MAX),
+            pacing_rate: self.pacing_rate(k, c.srtt_us),
+            path_rate: self.path_rate,
+        })
+    }
+
+    /// The HPCC++ part of an ACK: `Some((W, R))` while telemetry is fresh.
+    fn on_ack(
+        &mut self,
+        k: &Knobs,
+        c: &Conn,
+        prior_in_flight: u32,
+        response: Option<&Response<'_>>,
+        sfc: &SfcState,
+        d: &mut AckDecision,
+    ) -> Option<(u32, u64)> {
+        self.follow_rtt(k, c);
+        d.take_pause = self.on_sfc(k, c, sfc, &mut d.notes);
+        self.max_in_flight = self.max_in_flight.max(c.in_flight).max(prior_in_flight);
+        if let Some(r) = response {
+            d.trace = self.on_response(k, c, r, &mut d.notes);
+        }
+        let interval = self.probe_interval_ns(k, c.srtt_us);
+        d.probe = c.packets_out > 0 && self.probe_due(k, c);
+        let fresh = self.last_update_ns != 0
+            && c.now_ns.saturating_sub(self.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
+        fresh.then(|| (self.law.window_bytes(), self.pacing_rate(k, c.srtt_us)))
+    }
+}
+
+/// A connection's own state (in `icsk_ca_priv`; integers only, 40 bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct SockCtl {
+    /// The fallback law's state.
+    fallback: Fallback,
+    /// cwnd before the last reduction, for `undo_cwnd`.
+    prior_cwnd: u32,
+    /// The delivered-BDP bound on what telemetry may set.
+    delivery: DeliveryBound,
+    /// The cwnd `init` set (the bound's floor).
+    init_segs: u32,
+    /// No attempt to create telemetry state before this time, ns.
+    retry_ns: u64,
+}
+
+impl SockCtl {
+    /// A connection starts (or switches to) `hpcc`. `has_sent_data`: it
+    /// has sent data before (then it keeps its possibly reduced window
+    /// rather than taking the initial one).
+    pub fn init(k: &Knobs, c: &Conn, has_sent_data: bool) -> (Self, InitDecision) {
+        let cwnd = init_cwnd(k.fallback().initial_segs(c.mss), c.cwnd, has_sent_data);
+        let st = Self { prior_cwnd: cwnd, init_segs: cwnd, ..Self::default() };
+        // Pace the initial window from the start, as tcp_bbr's init does
+        // (TCP computes no rate for a module with `cong_control`): R = W/T
+        // of a new HPCC++ flow, TCP's default ratio for the fallback.
+        let after = Conn { cwnd, ssthresh: cwnd, ..*c };
+        let pacing_rate = match (k.telemetry, FlowCtl::new(k, &after)) {
+            (1, Some(f)) => f.pacing_rate(k, c.srtt_us),
+            _ => default_pacing(cwnd, cwnd, c.packets_out, c.mss, c.srtt_us),
+        };
+        let pacing_shift = u8::try_from(k.pacing_shift).ok().filter(|&s| s != 0);
+        (st, InitDecision { cwnd, ssthresh: cwnd, pacing_shift, pacing_rate })
+    }
+
+    /// Whether the glue should create the flow's telemetry state now (it
+    /// has none): telemetry on, the connection `sending` data, and no
+    /// recent attempt failed.
+    pub fn wants_flow(&self, k: &Knobs, now_ns: u64, sending: bool) -> bool {
+        sending && k.telemetry == 1 && now_ns >= self.retry_ns
+    }
+
+    /// Creating the flow's state failed at `now_ns`: the fallback runs,
+    /// and the next attempt waits [`STATE_RETRY_NS`].
+    pub fn flow_refused(&mut self, now_ns: u64) {
+        self.retry_ns = now_ns.saturating_add(STATE_RETRY_NS);
+    }
+
+    /// `ssthresh` (loss or ECN): the fallback's multiplicative decrease.
+    pub fn ssthresh(&mut self, k: &Knobs, cwnd: u32) -> u32 {
+        self.prior_cwnd = cwnd;
+        self.fallback.on_congestion(&k.fallback(), cwnd)
+    }
+
+    /// `undo_cwnd`: the window before the reduction TCP undoes.
+    pub fn undo_cwnd(&self, cwnd: u32) -> u32 {
+        cwnd.max(self.prior_cwnd)
+    }
+
+    /// An ACK (`cong_control`). `flow`: the flow's telemetry state, if it
+    /// has one, with its newest response and its SFC cell.
+    pub fn on_ack(
+        &mut self,
+        k: &Knobs,
+        c: &Conn,
+        rs: Option<&RateSample>,
+        flow: Option<(&mut FlowCtl, Option<&Response<'_>>, &SfcState)>,
+    ) -> AckDecision {
+        let mut d = AckDecision::default();
+        if let Some(rs) = rs {
+            self.delivery
+                .on_rate_sample(c.now_ns, rs.delivered, rs.interval_us, c.min_rtt_us, c.srtt_us, rs.app_limited);
+        }
+        let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
+        let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));
+        let p = k.fallback();
+        if let Some((window, rate)) = hpcc {
+            d.notes.add(Note::HpccAck);
+            let want = window.div_ceil(c.mss.max(1));
+            let bound = self.delivery.bound_segs(self.init_segs);
+            let (segs, capped) = telemetry_cwnd(want, c.cwnd, c.ssthresh, c.in_reduction, bound);
+            match capped {
+                Capped::No => {}
+                Capped::Reduction => d.notes.add(Note::CappedByReduction),
+                Capped::Delivery => d.notes.add(Note::CappedByDelivery),
+            }
+            d.cwnd = p.clamp(segs);
+            d.pacing_rate = rate;
+            return d;
+        }
+        d.notes.add(Note::FallbackAck);
+        d.cwnd = if c.in_reduction {
+            c.cwnd.min(c.ssthresh.max(2))
+        } else if c.cwnd_limited {
+            self.fallback.on_ack(&p, c.cwnd, c.ssthresh, rs.map_or(0, |rs| rs.acked_sacked))
+        } else {
+            c.cwnd
+        };
+        d.pacing_rate = default_pacing(d.cwnd, c.ssthresh, c.packets_out, c.mss, c.srtt_us);
+        d
+    }
+}
+
