@@ -179,6 +179,32 @@ impl KnobError {
     }
 }
 
+impl Knobs {
+    /// The drafts' law on the module's probes: maxStage 5, no increase
+    /// bound, the min(qlen, previous qlen) filter, the NewAck commit rule,
+    /// no window validation, pacing at W/T only.
+    pub const DRAFTS: Self = Self {
+        max_stage: 5,
+        max_increase_pct: 0,
+        qlen_min_filter: 1,
+        probe_commit: 0,
+        window_validation: 0,
+        pace_at_link_rate: 0,
+        pace_srtt_cap_pct: 0,
+        ..Self::DEFAULT
+    };
+
+    /// A named profile: `module` ([`Knobs::DEFAULT`], what the module
+    /// ships) or `drafts` ([`Knobs::DRAFTS`]).
+    pub fn profile(name: &str) -> Option<Self> {
+        match name {
+            "module" => Some(Self::DEFAULT),
+            "drafts" => Some(Self::DRAFTS),
+            _ => None,
+        }
+    }
+}
+
 impl Default for Knobs {
     fn default() -> Self {
         Self::DEFAULT
@@ -283,6 +309,10 @@ mod tests {
     #[test]
     fn defaults_validate() {
         assert_eq!(Knobs::DEFAULT.validate(), Ok(()));
+        assert_eq!(Knobs::DRAFTS.validate(), Ok(()));
+        assert_eq!(Knobs::profile("module"), Some(Knobs::DEFAULT));
+        assert_eq!(Knobs::profile("drafts"), Some(Knobs::DRAFTS));
+        assert_eq!(Knobs::profile("x"), None);
         assert_eq!(Knobs::DEFAULT.entries().len(), Knobs::COUNT);
     }
 

@@ -19,6 +19,8 @@
 //!
 //! Statistics are collected per base RTT.
 
+pub mod module;
+
 use hpcc_core::law::{HopSample, HpccFlow, Sample};
 use hpcc_core::params::HpccConfig;
 use hpcc_core::wire::{self, IntStack, RawHop, RATES};

@@ -3,6 +3,8 @@
 //! JSONL, the samples flow 0 receives in a short late-joiner run (the
 //! shipped example trace rust/replay/examples/trace.jsonl).
 
+use hpcc_core::knobs::Knobs;
+use hpcc_sim::module::{self, ModuleScenario};
 use hpcc_sim::{equilibrium_util, fair_rtt, incast, jain, late_joiner, mean, run, settle_rtt, Run, Scenario};
 
 const BDP: f64 = 125_000.0;
@@ -98,8 +100,73 @@ fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
     );
 }
 
+/// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms):
+/// one flow, then 3 flows with a 4th joining.
+fn module_report(name: &str, k: Knobs, verbose: bool) {
+    let t = 2_000_000u64;
+    let one = ModuleScenario::vm_bench(vec![0], 400 * t, k);
+    let bdp = one.bdp();
+    let r = module::run(&one);
+    println!("== profile {name}: 1 flow, 100 Mbit/s, T = 2 ms, BDP {bdp:.0} B");
+    if verbose {
+        table_bdp(&r, 20, bdp);
+    }
+    println!(
+        "  RTTs 100..400: utilization {:.4}, mean queue {:.4} BDP, max queue {:.4} BDP",
+        mean(&r, 100, 400, |s| s.util),
+        mean(&r, 100, 400, |s| s.queue_mean) / bdp,
+        r.rtts[100..].iter().map(|s| s.queue_max).fold(0.0, f64::max) / bdp
+    );
+    let join = 200usize;
+    let rtts = 800usize;
+    let sc = ModuleScenario::vm_bench(vec![0, 0, 0, join as u64 * t], rtts as u64 * t, k);
+    let r = module::run(&sc);
+    println!("== profile {name}: 3 flows, a 4th joins at RTT {join}");
+    if verbose {
+        table_bdp(&r, 20, bdp);
+    }
+    let jain_from = (join..rtts).find(|&k| r.rtts[k..].iter().all(|s| jain(&s.flow_bps) >= 0.95));
+    println!(
+        "  Jain >= 0.95 (per RTT, from then on) from RTT {:?}; new flow within 10% of fair share from {:?}",
+        jain_from.map(|k| format!("{k} ({} RTTs after the join)", k - join)),
+        fair_rtt(&r, join, 3, 0.1).map(|k| format!("{k} ({} RTTs after the join)", k - join))
+    );
+    println!(
+        "  last 100 RTTs: utilization {:.4}, mean queue {:.4} BDP, Jain {:.4}",
+        mean(&r, rtts - 100, rtts, |s| s.util),
+        mean(&r, rtts - 100, rtts, |s| s.queue_mean) / bdp,
+        jain(&shares(&r, rtts - 100, rtts))
+    );
+}
+
+fn table_bdp(r: &Run, every: usize, bdp: f64) {
+    println!("  rtt   util  queue_mean/BDP  queue_max/BDP  Mb/s per flow   windows");
+    for (k, s) in r.rtts.iter().enumerate() {
+        if k % every == 0 || k < 6 {
+            let mbps: Vec<String> = s.flow_bps.iter().map(|b| format!("{:6.2}", b / 1e6)).collect();
+            println!(
+                "  {k:4} {:6.3} {:14.4} {:14.4}  {}  {:?}",
+                s.util,
+                s.queue_mean / bdp,
+                s.queue_max / bdp,
+                mbps.join(" "),
+                s.window
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let name = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let Some(k) = Knobs::profile(name) else {
+            eprintln!("--profile {name:?}: expected module or drafts");
+            std::process::exit(2);
+        };
+        module_report(name, k, args.iter().any(|a| a == "-v"));
+        return;
+    }
     if args.iter().any(|a| a == "--trace") {
         let mut sc = late_joiner(1, 10, 40, false, 16);
         sc.record_flow0 = true;

@@ -1,0 +1,289 @@
+//! The module's controller in the fluid model: every sender runs exactly
+//! what `tcp_hpcc.ko` runs per ACK ([`hpcc_core::control`]: [`SockCtl`]
+//! and [`FlowCtl`] under a [`Knobs`] profile), with its probes.
+//!
+//! Per step of `dt_ns` and flow:
+//!
+//! * the sender sends `min(R·dt, cwnd·mss − inflight)` bytes (pacing rate
+//!   and cwnd as the controller set them), which reach the switch `T/2`
+//!   later; the switch serves `B·dt` from a fluid FIFO and the served bytes
+//!   are ACKed `T/2` later;
+//! * when the controller asks for a probe (on an ACK, or when data starts
+//!   with nothing in flight, `CA_EVENT_TX_START`), the probe carries the
+//!   flow's `snd_nxt`; the NIC stamps it as it leaves, the bottleneck `T/2`
+//!   later (ts, txBytes, qlen through the Figure-4 encoding), and its
+//!   response reaches the sender after the queue's delay and `T/2` more;
+//! * on every step with ACKed bytes or a response, the controller runs
+//!   once with the connection's state (srtt = T plus the queue's delay,
+//!   min RTT = T, a rate sample of the last RTT's deliveries).
+//!
+//! It models no loss, no TSO bursts, no host delay: it shows what the
+//! controller's rules do on a clean path, with the knobs the module
+//! ships ([`Knobs::DEFAULT`]) or the drafts' law ([`Knobs::DRAFTS`]).
+
+use crate::{Run, RttStat};
+use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
+use hpcc_core::knobs::Knobs;
+use hpcc_core::wire::{self, IntStack, RawHop, RATES};
+use std::collections::VecDeque;
+
+/// A scenario for the module's controller.
+#[derive(Debug, Clone)]
+pub struct ModuleScenario {
+    /// Bottleneck (and NIC) rate, bits/s; a rate of the wire table.
+    pub link_bps: u64,
+    /// Base (propagation) RTT `T`, ns.
+    pub base_rtt_ns: u64,
+    /// Time step, ns (divides `T/2`).
+    pub dt_ns: u64,
+    /// Segment size, bytes.
+    pub mss: u32,
+    /// Start time of each flow, ns.
+    pub starts_ns: Vec<u64>,
+    /// Simulated time, ns.
+    pub duration_ns: u64,
+    /// The knobs every flow runs with.
+    pub knobs: Knobs,
+}
+
+impl ModuleScenario {
+    /// Bandwidth-delay product in bytes.
+    pub fn bdp(&self) -> f64 {
+        self.link_bps as f64 / 8e9 * self.base_rtt_ns as f64
+    }
+
+    /// `n` flows from `starts_ns` over the VM bench's path: 100 Mbit/s,
+    /// T = 2 ms, MSS 1448.
+    pub fn vm_bench(starts_ns: Vec<u64>, duration_ns: u64, knobs: Knobs) -> Self {
+        Self {
+            link_bps: 100_000_000,
+            base_rtt_ns: 2_000_000,
+            dt_ns: 10_000,
+            mss: 1448,
+            starts_ns,
+            duration_ns,
+            knobs,
+        }
+    }
+}
+
+/// A probe on its way: where it is stamped and when its response arrives.
+struct Probe {
+    /// Step at which it reaches the bottleneck.
+    at_switch: usize,
+    /// The NIC's stamp: (ts, tx_bytes).
+    nic: (u64, u64),
+    /// The snd_nxt it carries.
+    snd_nxt: u32,
+}
+
+struct Sender {
+    s: SockCtl,
+    f: Option<FlowCtl>,
+    cwnd: u32,
+    rate: u64,
+    sent: f64,
+    acked: f64,
+    in_queue: f64,
+    isn: u32,
+    active: bool,
+    /// ssthresh as `init` set it (the model has no loss).
+    ssthresh: u32,
+    /// Segments ACKed so far (whole segments, as TCP counts them).
+    acked_segs: u64,
+    probes: VecDeque<Probe>,
+    /// Responses on their way back: (arrival step, snd_nxt, INT bytes).
+    responses: VecDeque<(usize, u32, Vec<u8>)>,
+}
+
+/// Runs a scenario; statistics per base RTT as [`crate::run`] gives them
+/// (`window` is cwnd·mss).
+pub fn run(sc: &ModuleScenario) -> Run {
+    let rate = RATES.iter().find(|r| r.bps() == sc.link_bps).expect("link rate in the wire table");
+    let steps_half = (sc.base_rtt_ns / 2 / sc.dt_ns) as usize;
+    assert!(steps_half >= 1 && steps_half as u64 * 2 * sc.dt_ns == sc.base_rtt_ns);
+    let steps_rtt = 2 * steps_half;
+    let ring = 2 * steps_rtt + 2;
+    let n = sc.starts_ns.len();
+    let cap = sc.link_bps as f64 / 8e9 * sc.dt_ns as f64; // bytes per step
+    let total_steps = (sc.duration_ns / sc.dt_ns) as usize;
+    let k = &sc.knobs;
+    let mss = f64::from(sc.mss);
+    let t_us = u32::try_from(sc.base_rtt_ns / 1000).unwrap_or(u32::MAX).max(1);
+
+    let mut flows: Vec<Sender> = (0..n)
+        .map(|i| Sender {
+            s: SockCtl::default(),
+            f: None,
+            cwnd: 0,
+            rate: 0,
+            sent: 0.0,
+            acked: 0.0,
+            in_queue: 0.0,
+            isn: 1_000_000u32.wrapping_mul(i as u32 + 7),
+            active: false,
+            ssthresh: 0,
+            acked_segs: 0,
+            probes: VecDeque::new(),
+            responses: VecDeque::new(),
+        })
+        .collect();
+    let mut to_switch = vec![vec![0.0f64; ring]; n];
+    let mut to_sender = vec![vec![0.0f64; ring]; n];
+    let mut acked_hist = vec![vec![0.0f64; ring]; n];
+    let mut queue = 0.0f64;
+    let mut tx_total = 0.0f64;
+    let (sw_clock0, nic_clock0) = (987_654_321u64, 123_456_789u64);
+    let host0 = 5_000_000_000u64;
+
+    let mut out = Run { rtts: Vec::new(), trace: Vec::new(), updates: 0 };
+    let fresh = |n| RttStat {
+        t_ns: 0,
+        flow_bps: vec![0.0; n],
+        sent_bps: vec![0.0; n],
+        util: 0.0,
+        queue_mean: 0.0,
+        queue_max: 0.0,
+        window: vec![0; n],
+    };
+    let mut cur = fresh(n);
+    let bucket_scale = 8e9 / sc.base_rtt_ns as f64;
+    for step in 0..total_steps {
+        let now = step as u64 * sc.dt_ns;
+        let slot = step % ring;
+        let srtt_us = t_us.saturating_add((queue / cap * sc.dt_ns as f64 / 1000.0) as u32);
+        let conn = |f: &Sender, cwnd: u32| {
+            let inflight = ((f.sent - f.acked) / mss).ceil().max(0.0) as u32;
+            Conn {
+                now_ns: host0 + now,
+                mss: sc.mss,
+                cwnd,
+                ssthresh: f.ssthresh,
+                srtt_us,
+                min_rtt_us: t_us,
+                packets_out: inflight,
+                in_flight: inflight,
+                snd_nxt: f.isn.wrapping_add(f.sent as u64 as u32),
+                in_reduction: false,
+                cwnd_limited: inflight.saturating_add(1) >= cwnd,
+            }
+        };
+        // Senders.
+        for (i, f) in flows.iter_mut().enumerate() {
+            if !f.active && now >= sc.starts_ns[i] {
+                f.active = true;
+                let c = Conn { srtt_us: t_us, ..conn(f, 10) };
+                let (s, d) = SockCtl::init(k, &c, false);
+                f.s = s;
+                f.cwnd = d.cwnd;
+                f.ssthresh = d.ssthresh;
+                f.rate = d.pacing_rate;
+                f.f = s.wants_flow(k, c.now_ns, true).then(|| FlowCtl::new(k, &c)).flatten();
+            }
+            let got = std::mem::take(&mut to_sender[i][slot]);
+            f.acked += got;
+            acked_hist[i][slot] = f.acked;
+            if !f.active {
+                continue;
+            }
+            let inflight = f.sent - f.acked;
+            let send = (f.rate as f64 * sc.dt_ns as f64 / 1e9).min((f64::from(f.cwnd) * mss - inflight).max(0.0));
+            if send > 0.0 && inflight <= 0.0 {
+                // CA_EVENT_TX_START: a probe ahead of the data.
+                let c = conn(f, f.cwnd);
+                if let Some(ctl) = f.f.as_mut().filter(|ctl| ctl.probe_due(k, &c)) {
+                    ctl.probe_sent(c.now_ns);
+                    f.probes.push_back(Probe {
+                        at_switch: step + steps_half,
+                        nic: (nic_clock0 + now, f.sent as u64),
+                        snd_nxt: c.snd_nxt,
+                    });
+                }
+            }
+            f.sent += send;
+            cur.sent_bps[i] += send * bucket_scale;
+            to_switch[i][(step + steps_half) % ring] += send;
+        }
+        // Switch.
+        let arrivals: Vec<f64> = (0..n).map(|i| std::mem::take(&mut to_switch[i][slot])).collect();
+        let present: f64 = queue + arrivals.iter().sum::<f64>();
+        let served = cap.min(present);
+        for (i, f) in flows.iter_mut().enumerate() {
+            let mine = f.in_queue + arrivals[i];
+            let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
+            f.in_queue = mine - out_i;
+            to_sender[i][(step + steps_half) % ring] += out_i;
+            cur.flow_bps[i] += out_i * bucket_scale;
+        }
+        queue = present - served;
+        tx_total += served;
+        cur.util += served / (cap * steps_rtt as f64);
+        cur.queue_mean += queue / steps_rtt as f64;
+        cur.queue_max = cur.queue_max.max(queue);
+        // Probes at the bottleneck: stamped, answered after the queue.
+        let qdelay_steps = (queue / cap).ceil() as usize;
+        for f in flows.iter_mut() {
+            while f.probes.front().is_some_and(|p| p.at_switch <= step) {
+                let p = f.probes.pop_front().expect("front");
+                let mut st = IntStack { n_hops: 2, path_id: 0x5a5 ^ 0x0c3, ..Default::default() };
+                st.hops[0] = RawHop::quantize(rate.code, p.nic.0, p.nic.1, 0).expect("rate code");
+                st.hops[1] =
+                    RawHop::quantize(rate.code, sw_clock0 + now, tx_total as u64, queue as u64).expect("rate code");
+                let mut buf = vec![0u8; wire::encoded_len(2)];
+                wire::encode(&st, &mut buf).expect("encode");
+                f.responses.push_back((step + qdelay_steps + steps_half, p.snd_nxt, buf));
+            }
+        }
+        // ACKs and responses at the senders: one controller call each step.
+        for (i, f) in flows.iter_mut().enumerate() {
+            if !f.active {
+                continue;
+            }
+            let resp = f.responses.front().is_some_and(|r| r.0 <= step).then(|| f.responses.pop_front()).flatten();
+            let delivered = f.acked - acked_hist[i][(step + ring - steps_rtt) % ring];
+            // An ACK per whole segment delivered (the model's ACKs carry
+            // every segment completed in the step).
+            let segs = (f.acked / mss) as u64;
+            let newly = segs.saturating_sub(f.acked_segs);
+            f.acked_segs = segs;
+            if newly == 0 && resp.is_none() {
+                continue;
+            }
+            let c = conn(f, f.cwnd);
+            let rs = RateSample {
+                delivered: (delivered / mss) as u32,
+                interval_us: u64::from(t_us),
+                prior_in_flight: c.in_flight,
+                acked_sacked: u32::try_from(newly).unwrap_or(u32::MAX),
+                app_limited: false,
+            };
+            let sfc = SfcState::default();
+            let r = resp.as_ref().map(|(_, snd_nxt, int)| Response { rx_ns: c.now_ns, snd_nxt: *snd_nxt, int });
+            let d = f.s.on_ack(k, &c, Some(&rs), f.f.as_mut().map(|ctl| (ctl, r.as_ref(), &sfc)));
+            if d.trace.is_some_and(|t| t.event >= 2 && t.event <= 3) {
+                out.updates += 1;
+            }
+            f.cwnd = d.cwnd;
+            f.rate = d.pacing_rate;
+            if d.probe {
+                if let Some(ctl) = f.f.as_mut() {
+                    ctl.probe_sent(c.now_ns);
+                    f.probes.push_back(Probe {
+                        at_switch: step + steps_half,
+                        nic: (nic_clock0 + now, f.sent as u64),
+                        snd_nxt: c.snd_nxt,
+                    });
+                }
+            }
+        }
+        if (step + 1) % steps_rtt == 0 {
+            for (w, f) in cur.window.iter_mut().zip(&flows) {
+                *w = if f.active { f.cwnd.saturating_mul(sc.mss) } else { 0 };
+            }
+            let mut next = fresh(n);
+            next.t_ns = now + sc.dt_ns;
+            out.rtts.push(std::mem::replace(&mut cur, next));
+        }
+    }
+    out
+}
