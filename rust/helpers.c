@@ -2,11 +2,11 @@
 /*
  * Thin C shim of tcp_hpcc: only what Rust cannot express or call.
  *
- *  - THIS_MODULE and module_param_cb()/MODULE_PARM_DESC() are macros.
+ *  - THIS_MODULE is a macro.
  *  - tcp_is_cwnd_limited() is a static inline.
  *
- * The parameters' storage, their validation (the set callback) and all
- * logic live in Rust (rust/params.rs); this file only registers them.
+ * The module parameters, their registration and all logic live in Rust
+ * (rust/params.rs).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -34,85 +34,6 @@ bool hpcc_tcp_is_cwnd_limited(const struct sock *sk)
 {
 	return tcp_is_cwnd_limited(sk);
 }
-
-/* Defined in Rust (rust/params.rs). */
-extern const struct kernel_param_ops hpcc_param_ops;
-
-#define HPCC_PARAM(name, desc)                                              \
-	extern unsigned int hpcc_param_##name;                              \
-	module_param_cb(name, &hpcc_param_ops, &hpcc_param_##name, 0644);   \
-	MODULE_PARM_DESC(name, desc)
-
-HPCC_PARAM(init_window_bytes,
-	   "Initial window in bytes, about one BDP at line rate (1..2^31, default 65536)");
-HPCC_PARAM(fallback_ai_segs,
-	   "No-telemetry fallback: additive increase in segments per RTT (1..64, default 1)");
-HPCC_PARAM(fallback_beta,
-	   "No-telemetry fallback: multiplicative decrease factor in 1/1024 (512..1023, default 717)");
-HPCC_PARAM(min_cwnd_segs,
-	   "Lower bound of the congestion window in segments (2..max_cwnd_segs, default 2)");
-HPCC_PARAM(max_cwnd_segs,
-	   "Upper bound of the congestion window in segments (min_cwnd_segs..65535, default 65535)");
-HPCC_PARAM(eta_ppm,
-	   "HPCC++ target utilization eta in parts per million (1..1000000, default 950000)");
-HPCC_PARAM(max_stage,
-	   "HPCC++ additive-increase stages before a multiplicative step (default 1: one probe sample per RTT)");
-HPCC_PARAM(wai_bytes,
-	   "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows (default 0)");
-HPCC_PARAM(expected_flows,
-	   "HPCC++ N in the W_ai rule of thumb (default 16)");
-HPCC_PARAM(base_rtt_us,
-	   "HPCC++ base RTT T in us; 0 = the flow's minimum RTT (0..1000000, default 0)");
-HPCC_PARAM(probe_interval_us,
-	   "Probe interval in us; 0 = one per smoothed RTT (0..1000000, default 0)");
-HPCC_PARAM(probe_dscp,
-	   "DSCP of probes (1..63, default 11, RFC 2474 pool 2); the fabric reserves it for probes");
-HPCC_PARAM(response_dscp,
-	   "DSCP of responses (1..63, != probe_dscp, default 15, RFC 2474 pool 2); the fabric reserves it for responses");
-HPCC_PARAM(max_hops,
-	   "Largest INT hop count accepted in a response (1..8, default 8)");
-HPCC_PARAM(telemetry,
-	   "1: send probes and use telemetry; 0: fallback law only (default 1)");
-HPCC_PARAM(pace_at_link_rate,
-	   "1: pace at most at the path's slowest INT link rate; 0: pace at W/T (default 1)");
-HPCC_PARAM(pace_srtt_cap_pct,
-	   "Pacing at most this percent of W per smoothed RTT (bursts near the rate W really delivers when the RTT is inflated); 0 = W/T only, the drafts (0 or 100..1000, default 150)");
-HPCC_PARAM(path_cap_pct,
-	   "HPCC++ bound of W in percent of the path's BDP min(B_j)*T; 0 = none, the drafts' law (0..1000, default 0)");
-HPCC_PARAM(window_validation,
-	   "1: W does not grow above twice the most bytes in flight since the last sample (decreases unaffected); 0: the drafts' law (default 1)");
-HPCC_PARAM(probe_commit,
-	   "1: commit Wc only on a probe interval sent entirely after the last commit; 0: the drafts' NewAck rule on the probe's snd_nxt (default 1)");
-HPCC_PARAM(u_weight_pct,
-	   "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T (1..100, default 100)");
-HPCC_PARAM(max_increase_pct,
-	   "HPCC++ largest growth of W over Wc in one update, percent; 0 = none, the drafts' law (0 or 101..1000, default 110)");
-HPCC_PARAM(qlen_min_filter,
-	   "1: queue term min(qlen, previous qlen), the drafts' filter (with one probe per RTT it reacts an RTT late); 0: the current qlen (default 0)");
-HPCC_PARAM(pacing_shift,
-	   "Burst size as 2^-shift s of the pacing rate (sk_pacing_shift); 0 = kernel default 10 (8..16, default 11)");
-
-HPCC_PARAM(max_flows_per_netns,
-	   "Most flows with telemetry state per network namespace; further flows run the fallback law; 0 = no limit (0..2^31, default 0)");
-HPCC_PARAM(sfc_enable,
-	   "1: act on Source Flow Control signals from switches in sfc_acl; 0: count them as disabled and pass them on (default 0)");
-HPCC_PARAM(sfc_port,
-	   "UDP port of SFC signals (1..65535, default 6535)");
-HPCC_PARAM(sfc_rate,
-	   "SFC signals a network namespace accepts per second (1..10^7, default 10000)");
-HPCC_PARAM(sfc_burst,
-	   "SFC signals a network namespace accepts in a burst (1..10^6, default 100)");
-HPCC_PARAM(sfc_max_pause_us,
-	   "Longest pause an SFC signal may set, in us (1..10^6, default 10000)");
-HPCC_PARAM(sfc_window_cut,
-	   "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only (default 1)");
-HPCC_PARAM(sfc_scope,
-	   "0: SFC signals pause hpcc flows only; 1: also TCP flows of other congestion controls and UDP flows, held at egress in sch_fq (default 0)");
-
-extern const struct kernel_param_ops hpcc_acl_param_ops;
-module_param_cb(sfc_acl, &hpcc_acl_param_ops, NULL, 0644);
-MODULE_PARM_DESC(sfc_acl,
-		 "Switches whose SFC signals are accepted: up to 16 IPv4/IPv6 prefixes ADDR/LEN, comma-separated (default empty: none)");
 
 void hpcc_rcu_read_lock(void)
 {

@@ -2,32 +2,111 @@
 
 //! Module parameters (`/sys/module/tcp_hpcc/parameters/*`).
 //!
-//! Storage and validation live here; `rust/helpers.c` only registers each
-//! knob with `module_param_cb()` (a macro) pointing at our storage and at
-//! [`hpcc_param_ops`]. A write is parsed, applied to a snapshot of all
-//! knobs, and stored only if the whole set still validates, so a bad value
-//! is refused with `-EINVAL` and a `pr_warn`. Flows read the knobs when
-//! they start (and the fallback on every ACK); a change applies to flows
-//! that start afterwards.
-
-// The C-visible statics keep the lower-case names rust/helpers.c uses.
-#![allow(non_upper_case_globals)]
+//! The knobs are declared once, in the core's table
+//! (`hpcc_core::knobs::knob_table!`); from it this file makes each knob's
+//! cell, its `__param` entry and its `.modinfo` description (what C's
+//! `module_param_cb()` and `MODULE_PARM_DESC()` emit), all pointing at
+//! [`PARAM_OPS`]. A write is parsed, applied to a snapshot of all knobs,
+//! and stored only if the whole set still validates
+//! ([`Knobs::validate`]), so a bad value is refused with `-EINVAL` and a
+//! `pr_warn`. Flows read the knobs when they start (and the fallback on
+//! every ACK); a change applies to flows that start afterwards.
 
 use crate::bindings;
-use crate::hpcc_core::knobs::Knobs;
+use crate::hpcc_core::knobs::{Knobs, ACL_KNOB};
 use crate::hpcc_core::sfc;
 use core::ffi::{c_char, c_int, c_uint, CStr};
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
-/// Declares the parameter cells: C symbol and the [`Knobs`] field it holds
-/// (its sysfs name), initialised to [`Knobs::DEFAULT`].
-macro_rules! knobs {
-    ($($sym:ident, $field:ident;)*) => {
+// `__this_module`, which modpost defines for every module (declared as
+// bytes: only its address is used).
+extern "C" {
+    static __this_module: Opaque<u8>;
+}
+
+/// One `__param` entry, what `module_param_cb()` emits in C.
+#[repr(transparent)]
+struct Param(bindings::kernel_param);
+
+// SAFETY: the entry is written once, by the compiler; the kernel's module
+// loader and parameter code only read it.
+unsafe impl Sync for Param {}
+
+/// The length of `parts` joined.
+const fn joined_len(parts: &[&str]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `parts` joined as a byte array (a `.modinfo` string).
+const fn joined<const N: usize>(parts: &[&str]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        let b = parts[i].as_bytes();
+        let mut j = 0;
+        while j < b.len() && n < N {
+            out[n] = b[j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Registers one parameter: its `__param` entry (name, this module, ops,
+/// 0644, `arg`) and its `.modinfo` description, "DESC (RANGE)"
+/// (`MODULE_PARM_DESC()`).
+macro_rules! register_param {
+    ($name:expr, $ops:expr, $arg:expr, $desc:expr, $range:expr) => {
+        #[link_section = "__param"]
+        #[used]
+        static PARAM: Param = Param(bindings::kernel_param {
+            name: concat!($name, "\0").as_ptr().cast(),
+            // SAFETY: modpost defines `__this_module`; only its address
+            // is taken.
+            mod_: unsafe { __this_module.get() }.cast(),
+            ops: $ops,
+            perm: 0o644,
+            level: -1,
+            flags: 0,
+            __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 { arg: $arg },
+        });
+
+        const PARTS: &[&str] = &["parm=", $name, ":", $desc, " (", $range, ")\0"];
+        #[link_section = ".modinfo"]
+        #[used]
+        static MODINFO: [u8; joined_len(PARTS)] = joined(PARTS);
+    };
+}
+
+/// Each knob of the core's table (`hpcc_core::knobs::knob_table!`): its
+/// cell, initialised to [`Knobs::DEFAULT`], and its registration.
+macro_rules! kernel_knobs {
+    ($($field:ident: $default:expr, $range:literal, $desc:literal;)*) => {
         $(
-            #[no_mangle]
-            static $sym: AtomicU32 = AtomicU32::new(Knobs::DEFAULT.$field);
+            mod $field {
+                use super::*;
+
+                /// The knob's value.
+                pub(super) static CELL: AtomicU32 = AtomicU32::new(Knobs::DEFAULT.$field);
+
+                register_param!(
+                    stringify!($field),
+                    &PARAM_OPS,
+                    core::ptr::addr_of!(CELL).cast_mut().cast(),
+                    $desc,
+                    $range
+                );
+            }
         )*
 
         /// Reads every knob (each atomically; a reader racing a writer may
@@ -35,65 +114,36 @@ macro_rules! knobs {
         /// tolerates: clamps accept crossed bounds, flows validate).
         #[inline]
         pub(crate) fn knobs() -> Knobs {
-            Knobs { $($field: $sym.load(Relaxed),)* }
+            Knobs { $($field: $field::CELL.load(Relaxed),)* }
         }
 
         static KNOBS: &[Knob] = &[
-            $(Knob { cell: &$sym, name: stringify!($field) },)*
+            $(Knob { cell: &$field::CELL, name: stringify!($field) },)*
         ];
     };
 }
 
-knobs! {
-    hpcc_param_init_window_bytes, init_window_bytes;
-    hpcc_param_fallback_ai_segs, fallback_ai_segs;
-    hpcc_param_fallback_beta, fallback_beta;
-    hpcc_param_min_cwnd_segs, min_cwnd_segs;
-    hpcc_param_max_cwnd_segs, max_cwnd_segs;
-    hpcc_param_eta_ppm, eta_ppm;
-    hpcc_param_max_stage, max_stage;
-    hpcc_param_wai_bytes, wai_bytes;
-    hpcc_param_expected_flows, expected_flows;
-    hpcc_param_base_rtt_us, base_rtt_us;
-    hpcc_param_probe_interval_us, probe_interval_us;
-    hpcc_param_probe_dscp, probe_dscp;
-    hpcc_param_response_dscp, response_dscp;
-    hpcc_param_max_hops, max_hops;
-    hpcc_param_telemetry, telemetry;
-    hpcc_param_pacing_shift, pacing_shift;
-    hpcc_param_pace_at_link_rate, pace_at_link_rate;
-    hpcc_param_pace_srtt_cap_pct, pace_srtt_cap_pct;
-    hpcc_param_path_cap_pct, path_cap_pct;
-    hpcc_param_window_validation, window_validation;
-    hpcc_param_probe_commit, probe_commit;
-    hpcc_param_u_weight_pct, u_weight_pct;
-    hpcc_param_max_increase_pct, max_increase_pct;
-    hpcc_param_qlen_min_filter, qlen_min_filter;
-    hpcc_param_max_flows_per_netns, max_flows_per_netns;
-    hpcc_param_sfc_enable, sfc_enable;
-    hpcc_param_sfc_port, sfc_port;
-    hpcc_param_sfc_rate, sfc_rate;
-    hpcc_param_sfc_burst, sfc_burst;
-    hpcc_param_sfc_max_pause_us, sfc_max_pause_us;
-    hpcc_param_sfc_window_cut, sfc_window_cut;
-    hpcc_param_sfc_scope, sfc_scope;
-}
+crate::hpcc_core::knobs::knob_table!(kernel_knobs);
 
-// Every knob has a cell: a field added to `Knobs` without one fails here.
-const _: () = assert!(Knobs::COUNT == 32);
+/// `sfc_acl`: text, its own ops; no cell (the list lives in [`SFC_ACL`]).
+mod sfc_acl_param {
+    use super::*;
+
+    register_param!("sfc_acl", &ACL_PARAM_OPS, core::ptr::null_mut(), ACL_KNOB.desc, ACL_KNOB.range);
+}
 
 /// The probe and response DSCPs (read for every received IPv4 packet, so
 /// only these two knobs are loaded).
 #[inline]
 pub(crate) fn dscps() -> (u8, u8) {
     let d = |a: &AtomicU32| u8::try_from(a.load(Relaxed)).unwrap_or(u8::MAX);
-    (d(&hpcc_param_probe_dscp), d(&hpcc_param_response_dscp))
+    (d(&probe_dscp::CELL), d(&response_dscp::CELL))
 }
 
 /// The SFC port (read for every received UDP packet, so only this knob).
 #[inline]
 pub(crate) fn sfc_port() -> u16 {
-    u16::try_from(hpcc_param_sfc_port.load(Relaxed)).unwrap_or(sfc::PORT_DEFAULT)
+    u16::try_from(sfc_port::CELL.load(Relaxed)).unwrap_or(sfc::PORT_DEFAULT)
 }
 
 /// One knob: its storage and name (the [`Knobs`] field).
@@ -132,8 +182,7 @@ unsafe extern "C" fn hpcc_param_set(val: *const c_char, kp: *const bindings::ker
 }
 
 /// The ops behind every knob: our validating `set`, the stock `get`.
-#[no_mangle]
-static hpcc_param_ops: bindings::kernel_param_ops = bindings::kernel_param_ops {
+static PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
     flags: 0,
     set: Some(hpcc_param_set),
     get: Some(bindings::param_get_uint),
@@ -267,8 +316,7 @@ unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::ker
 }
 
 /// The ops of `sfc_acl`.
-#[no_mangle]
-static hpcc_acl_param_ops: bindings::kernel_param_ops = bindings::kernel_param_ops {
+static ACL_PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
     flags: 0,
     set: Some(hpcc_acl_set),
     get: Some(hpcc_acl_get),

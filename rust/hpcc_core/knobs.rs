@@ -19,20 +19,120 @@ pub const MAX_US: u32 = 1_000_000;
 /// MSS of the representative flow a knob set is validated for.
 pub const REFERENCE_MSS: u32 = 1448;
 
-/// Declares [`Knobs`]: field, default.
-macro_rules! knobs {
-    ($($(#[doc = $doc:literal])* $field:ident: $default:expr,)*) => {
+/// The knob table, the one place each knob is declared: field (its
+/// sysfs name), default, range and description. `knob_table!(m)` calls
+/// `m! { field: default, "range", "description"; ... }`: this file builds
+/// [`Knobs`] and [`TABLE`] from it, the kernel glue (`rust/params.rs`) the
+/// parameter cells, their `__param` entries and `.modinfo` descriptions,
+/// and a host test checks the README's parameter table against [`TABLE`].
+macro_rules! knob_table {
+    ($m:ident) => {
+        $m! {
+            init_window_bytes: FB.init_bytes, "1 .. 2^31",
+                "initial window in bytes, about one BDP at line rate";
+            fallback_ai_segs: FB.ai_segs, "1 .. 64",
+                "no-telemetry fallback: additive increase, segments per RTT";
+            fallback_beta: FB.beta, "512 .. 1023",
+                "no-telemetry fallback: multiplicative decrease, in 1/1024";
+            min_cwnd_segs: FB.min_segs, "2 .. max_cwnd_segs",
+                "lower bound of the congestion window, segments";
+            max_cwnd_segs: FB.max_segs, "min_cwnd_segs .. 65535",
+                "upper bound of the congestion window, segments";
+            eta_ppm: H.eta_ppm, "1 .. 10^6",
+                "HPCC++ target utilization eta, parts per million";
+            max_stage: 1, "≥ 0",
+                "HPCC++ additive-increase stages before a multiplicative step (the drafts' 5 assume an update per ACK; 1 suits one probe sample per RTT)";
+            wai_bytes: H.wai_bytes, "0 .. 2^31",
+                "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows";
+            expected_flows: H.expected_flows, "≥ 1",
+                "HPCC++ N of the W_ai rule of thumb";
+            base_rtt_us: 0, "0 .. 10^6",
+                "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
+            probe_interval_us: 0, "0 .. 10^6",
+                "probe interval in us; 0 = one per smoothed RTT";
+            probe_dscp: probe::DSCP_PROBE_DEFAULT as u32, "1 .. 63",
+                "DSCP of probes (RFC 2474 pool 2); the fabric reserves it for probes";
+            response_dscp: probe::DSCP_RESPONSE_DEFAULT as u32, "1 .. 63, not probe_dscp",
+                "DSCP of responses (RFC 2474 pool 2); the fabric reserves it for responses";
+            max_hops: wire::MAX_HOPS as u32, "1 .. 8",
+                "largest INT hop count accepted in a response";
+            telemetry: 1, "0, 1",
+                "1: send probes and use telemetry; 0: the fallback law only";
+            pacing_shift: 11, "0, 8 .. 16",
+                "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = the kernel's 10";
+            pace_at_link_rate: 1, "0, 1",
+                "1: pace at most at the path's slowest INT link rate; 0: at W/T only";
+            pace_srtt_cap_pct: 150, "0, 100 .. 1000",
+                "pace at most this percent of W per smoothed RTT (bursts near what W really delivers when the RTT is inflated); 0 = W/T only, the drafts";
+            path_cap_pct: 0, "0 .. 1000",
+                "bound W by this percent of the path's BDP min(B_j)*T; 0 = none, the drafts";
+            window_validation: 1, "0, 1",
+                "1: an update does not raise W above twice the most bytes in flight since the last sample (plus the minimum window), or Wc; decreases unaffected; 0: the drafts";
+            probe_commit: 1, "0, 1",
+                "1: commit Wc only on a probe interval sent entirely after the last commit; 0: the drafts' NewAck rule on the probe's snd_nxt";
+            u_weight_pct: 100, "1 .. 100",
+                "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T";
+            max_increase_pct: 110, "0, 101 .. 1000",
+                "largest growth of W over Wc in one update, percent (at least 200 while U <= eta/2); 0 = none, the drafts";
+            qlen_min_filter: 0, "0, 1",
+                "1: queue term min(qlen, previous qlen), the drafts (with one probe per RTT it reacts an RTT late); 0: the current qlen";
+            max_flows_per_netns: 0, "0 .. 2^31",
+                "most flows with telemetry state per network namespace (further flows run the fallback and retry every 100 ms); 0 = no limit";
+            sfc_enable: 0, "0, 1",
+                "1: act on Source Flow Control signals from switches in sfc_acl; 0: count them as disabled and pass them on";
+            sfc_port: sfc::PORT_DEFAULT as u32, "1 .. 65535",
+                "UDP port of SFC signals";
+            sfc_rate: 10_000, "1 .. 10^7",
+                "SFC signals a network namespace accepts per second";
+            sfc_burst: 100, "1 .. 10^6",
+                "SFC signals a network namespace accepts in a burst";
+            sfc_max_pause_us: 10_000, "1 .. 10^6",
+                "longest pause an SFC signal may set, in us";
+            sfc_window_cut: 1, "0, 1",
+                "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only";
+            sfc_scope: 0, "0, 1",
+                "0: SFC signals pause hpcc flows only; 1: also TCP flows of other congestion controls and UDP flows, held at egress (needs sch_fq on the device)";
+        }
+    };
+}
+pub(crate) use knob_table;
+
+/// The knob that is text, not a number: the SFC access list (its own
+/// parser, `sfc::Acl`). Name, range, description, default.
+pub const ACL_KNOB: KnobInfo = KnobInfo {
+    name: "sfc_acl",
+    range: "up to 16 prefixes",
+    desc: "switches whose SFC signals are accepted: IPv4/IPv6 prefixes ADDR/LEN, comma-separated",
+    default: None,
+};
+
+/// One row of the knob table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnobInfo {
+    /// The parameter's name.
+    pub name: &'static str,
+    /// Its accepted values, as the README shows them.
+    pub range: &'static str,
+    /// What it does.
+    pub desc: &'static str,
+    /// Its default (`None`: text, empty).
+    pub default: Option<u32>,
+}
+
+/// Builds [`Knobs`] and [`TABLE`] from [`knob_table!`].
+macro_rules! knobs_struct {
+    ($($field:ident: $default:expr, $range:literal, $desc:literal;)*) => {
         /// A snapshot of every knob (all `u32`, as the parameter cells).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct Knobs {
-            $($(#[doc = $doc])* pub $field: u32,)*
+            $(#[doc = $desc] pub $field: u32,)*
         }
 
         impl Knobs {
             /// The module's defaults.
             pub const DEFAULT: Self = Self { $($field: $default,)* };
 
-            /// Every knob's name (its sysfs file) and value, in declaration order.
+            /// Every knob's name (its sysfs file) and value, in table order.
             pub fn entries(&self) -> [(&'static str, u32); Self::COUNT] {
                 [$((stringify!($field), self.$field),)*]
             }
@@ -49,82 +149,18 @@ macro_rules! knobs {
             /// How many knobs there are.
             pub const COUNT: usize = [$(stringify!($field),)*].len();
         }
+
+        /// The numeric knobs, in table order.
+        pub const TABLE: [KnobInfo; Knobs::COUNT] = [
+            $(KnobInfo { name: stringify!($field), range: $range, desc: $desc, default: Some(Knobs::DEFAULT.$field) },)*
+        ];
     };
 }
 
-const F: FallbackParams = FallbackParams::DEFAULT;
+const FB: FallbackParams = FallbackParams::DEFAULT;
 const H: HpccConfig = HpccConfig::DEFAULT;
 
-knobs! {
-    /// Initial window, bytes (fallback and HPCC++).
-    init_window_bytes: F.init_bytes,
-    /// Fallback additive increase, segments per RTT.
-    fallback_ai_segs: F.ai_segs,
-    /// Fallback multiplicative decrease, 1/1024.
-    fallback_beta: F.beta,
-    /// Lower bound of cwnd, segments.
-    min_cwnd_segs: F.min_segs,
-    /// Upper bound of cwnd, segments.
-    max_cwnd_segs: F.max_segs,
-    /// eta, ppm.
-    eta_ppm: H.eta_ppm,
-    /// maxStage: 1, not the drafts' 5, which assume an update per ACK; with
-    /// one probe sample per RTT, five additive stages take five RTTs and
-    /// noisy samples then keep the window low (measured: 73% of B with 5,
-    /// 86% with 1 on the emulated 100 Mbit/s bottleneck, same median queue).
-    max_stage: 1,
-    /// W_ai, bytes (0: `W_init·(1−eta)/expected_flows`).
-    wai_bytes: H.wai_bytes,
-    /// N of the W_ai rule of thumb.
-    expected_flows: H.expected_flows,
-    /// T, µs (0: the flow's minimum RTT).
-    base_rtt_us: 0,
-    /// Probe interval, µs (0: one smoothed RTT).
-    probe_interval_us: 0,
-    /// DSCP of probes.
-    probe_dscp: probe::DSCP_PROBE_DEFAULT as u32,
-    /// DSCP of responses.
-    response_dscp: probe::DSCP_RESPONSE_DEFAULT as u32,
-    /// Largest hop count accepted.
-    max_hops: wire::MAX_HOPS as u32,
-    /// 1: probes and telemetry; 0: the fallback only.
-    telemetry: 1,
-    /// Burst size as 2^-shift s of the pacing rate (0: kernel default).
-    pacing_shift: 11,
-    /// 1: pace at most at the path's slowest INT link rate.
-    pace_at_link_rate: 1,
-    /// Pacing at most this percent of W per smoothed RTT (0: none).
-    pace_srtt_cap_pct: 150,
-    /// Bound of W in percent of the path's BDP (0: none).
-    path_cap_pct: 0,
-    /// 1: window validation.
-    window_validation: 1,
-    /// 1: probe-mode commits.
-    probe_commit: 1,
-    /// Weight of one sample in U, percent of tau/T.
-    u_weight_pct: 100,
-    /// Largest growth of W over Wc per update, percent (0: none).
-    max_increase_pct: 110,
-    /// 1: the drafts' min(qlen, previous qlen) filter.
-    qlen_min_filter: 0,
-    /// Most flows with telemetry state per netns (0: no limit).
-    max_flows_per_netns: 0,
-    /// 1: act on SFC signals.
-    sfc_enable: 0,
-    /// UDP port of SFC signals.
-    sfc_port: sfc::PORT_DEFAULT as u32,
-    /// SFC signals a netns accepts per second: an incast of a few hundred
-    /// senders signalled once per RTT each stays below it.
-    sfc_rate: 10_000,
-    /// SFC signals a netns accepts in a burst.
-    sfc_burst: 100,
-    /// Longest pause applied, µs: 10 ms, a few base RTTs in a data center.
-    sfc_max_pause_us: 10_000,
-    /// 1: an SFC signal also cuts an hpcc flow's window.
-    sfc_window_cut: 1,
-    /// 1: SFC signals also pause other TCP flows and UDP flows (at egress).
-    sfc_scope: 0,
-}
+knob_table!(knobs_struct);
 
 /// Why a knob set was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
