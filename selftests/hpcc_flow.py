@@ -70,9 +70,12 @@ import time
 TCP_CONGESTION = 13
 SO_MAX_PACING_RATE = 47
 SO_MARK = 36
-MAGIC, VERSION, T_RESPONSE = 0x48504343, 1, 2
-INT_HDR, HOP, MAX_HOPS = 4, 8, 8
-PAYLOAD = 16 + INT_HDR + HOP * MAX_HOPS
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hpcc_wire as W  # noqa: E402
+
+MAGIC, VERSION, T_RESPONSE = W.MAGIC, W.VERSION, W.T_RESPONSE
+INT_HDR, HOP, MAX_HOPS = W.INT_HDR_LEN, W.HOP_LEN, W.MAX_HOPS
+PAYLOAD = W.PAYLOAD_LEN
 
 
 def family(addr):
@@ -206,38 +209,8 @@ def fct(argv):
     print(json.dumps({"fct": out, "started": i, "failed": failed}))
 
 
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def packet(src, dst, sport, dport, dscp, payload):
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, 0, 0, 5 << 4, 0x10, 0, 0, 0)
-    if family(src) == socket.AF_INET6:
-        # version 6, traffic class = DSCP (Not-ECT), flow label 0, next header TCP, hop limit 64
-        return struct.pack("!IHBB16s16s", (6 << 28) | (dscp << 22), len(tcp) + len(payload), 6, 64,
-                           socket.inet_pton(socket.AF_INET6, src),
-                           socket.inet_pton(socket.AF_INET6, dst)) + tcp + payload
-    tot = 20 + len(tcp) + len(payload)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, dscp << 2, tot, 0, 0x4000, 64, 6, 0,
-                     socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return ip + tcp + payload
-
-
-def hop(rate, ts, txb, qlen):
-    w = (rate << 60) | ((ts & 0xFFFFFF) << 36) | ((txb & 0xFFFFF) << 16) | (qlen & 0xFFFF)
-    return struct.pack("!Q", w)
-
-
 def response(nonce, snd_nxt, nhop, hops=b""):
-    stack = struct.pack("!HH", (nhop << 12) | 0x123, 0) + hops
-    stack += b"\0" * (INT_HDR + HOP * MAX_HOPS - len(stack))
-    return struct.pack("!IBBHII", MAGIC, VERSION, T_RESPONSE, PAYLOAD, nonce, snd_nxt) + stack
+    return W.payload(T_RESPONSE, nonce, snd_nxt, W.int_stack(nhop, 0x123, hops))
 
 
 KINDS = ["wrong_nonce", "truncated", "too_many_hops", "over_max_hops", "random", "no_flow"]
@@ -258,21 +231,21 @@ def inject(argv):
     for i in range(count):
         nonce = int.from_bytes(os.urandom(4), "big")
         if kind == "wrong_nonce":
-            pl = response(nonce, i, 1, hop(12, i * 1000, i * 100, 0))
+            pl = response(nonce, i, 1, W.hop(12, i * 1000, i * 100, 0))
         elif kind == "truncated":
-            pl = response(nonce, i, 1, hop(12, i, i, 0))[:16 + INT_HDR + 3]
+            pl = response(nonce, i, 1, W.hop(12, i, i, 0))[:16 + INT_HDR + 3]
         elif kind == "too_many_hops":
             pl = response(nonce, i, 15)
         elif kind == "over_max_hops":
-            pl = response(nonce, i, 5, b"".join(hop(12, i, i, 0) for _ in range(5)))
+            pl = response(nonce, i, 5, b"".join(W.hop(12, i, i, 0) for _ in range(5)))
         elif kind == "random":
             pl = os.urandom(PAYLOAD)
         elif kind == "no_flow":
-            pl = response(nonce, i, 1, hop(12, i, i, 0))
+            pl = response(nonce, i, 1, W.hop(12, i, i, 0))
             sport += 1
         else:
             sys.exit(f"unknown kind {kind}")
-        s.sendto(packet(src, dst, sport, dport, dscp, pl), (dst, 0))
+        s.sendto(W.tcp_packet(src, dst, sport, dport, dscp, pl), (dst, 0))
     print(json.dumps({"kind": kind, "sent": count}))
 
 
@@ -284,9 +257,9 @@ def storm(argv):
     variants = []
     for i in range(64):
         nonce = int.from_bytes(os.urandom(4), "big")
-        h = hop(12, i * 1000, i * 100, i)
+        h = W.hop(12, i * 1000, i * 100, i)
         good = response(nonce, i, 1, h)
-        probe = struct.pack("!IBBHII", MAGIC, VERSION, 1, PAYLOAD, nonce, i) + good[16:]
+        probe = W.payload(W.T_PROBE, nonce, i, good[16:])
         for dscp, pl in [
             (rd, good),                                   # no flow / bad nonce
             (rd, good[:16 + INT_HDR + 3]),                # truncated
@@ -301,7 +274,7 @@ def storm(argv):
             (pd, probe[:20]),                             # truncated probe
             (pd, os.urandom(PAYLOAD)),                    # random probe
         ]:
-            variants.append(packet(src, dst, 1024 + i * 7, 5201 + i, dscp, pl))
+            variants.append(W.tcp_packet(src, dst, 1024 + i * 7, 5201 + i, dscp, pl))
     s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
     t0 = time.monotonic()
     sent, end, n = 0, t0 + secs, len(variants)
@@ -350,12 +323,10 @@ def ip_tcp(frame):
 def ours(tcp, ptype):
     """The nonce, snd_nxt and INT stack of a probe (ptype 1) or response (2)."""
     pay = tcp[(tcp[12] >> 4) * 4:] if len(tcp) >= 20 else b""
-    if len(pay) < PAYLOAD:
+    p = W.parse_payload(pay)
+    if not p or p["version"] != VERSION or p["type"] != ptype or p["len"] != PAYLOAD:
         return None
-    magic, ver, t, plen, nonce, snd_nxt = struct.unpack("!IBBHII", pay[:16])
-    if magic != MAGIC or ver != VERSION or t != ptype or plen != PAYLOAD:
-        return None
-    return nonce, snd_nxt, pay[16:PAYLOAD]
+    return p["nonce"], p["snd_nxt"], pay[W.PROBE_HDR_LEN:PAYLOAD]
 
 
 def hostile(argv):
@@ -380,18 +351,14 @@ def hostile(argv):
             continue
         nonce, snd_nxt, stack = o
         sport, dport = struct.unpack("!HH", tcp[:4])
-        nhop = stack[0] >> 4
+        hdr = W.parse_payload(W.payload(T_RESPONSE, nonce, snd_nxt, stack))
         hops = b""
-        for i in range(min(nhop, MAX_HOPS)):
-            w, = struct.unpack("!Q", stack[INT_HDR + HOP * i:INT_HDR + HOP * (i + 1)])
-            key = (sport, dport, i)
-            frozen.setdefault(key, (w >> 16) & 0xFFFFF)
-            w = (w & ~(0xFFFFF << 16) & ~0xFFFF) | (frozen[key] << 16)
-            hops += struct.pack("!Q", w)
-        pl = struct.pack("!IBBHII", MAGIC, VERSION, T_RESPONSE, PAYLOAD, nonce, snd_nxt)
-        pl += stack[:INT_HDR] + hops + b"\0" * (HOP * MAX_HOPS - len(hops))
+        for i, h in enumerate(hdr["hops"][:min(hdr["nhop"], MAX_HOPS)]):
+            txb = frozen.setdefault((sport, dport, i), h["txb"])
+            hops += W.hop(h["speed"], h["ts"], txb, 0)
+        pl = W.payload(T_RESPONSE, nonce, snd_nxt, W.int_stack(hdr["nhop"], hdr["path_id"], hops))
         a = lambda b: socket.inet_ntop(fam, b)
-        tx[fam].sendto(packet(a(dst), a(src), dport, sport, dscp, pl), (a(src), 0))
+        tx[fam].sendto(W.tcp_packet(a(dst), a(src), dport, sport, dscp, pl), (a(src), 0))
         sent += 1
     print(json.dumps({"forged": sent}))
 

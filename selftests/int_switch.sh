@@ -120,23 +120,10 @@ _intsw_bpffs() {
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 }
 
-# Default speed code for a rate in bit/s: the slowest code at least as fast.
+# Default speed code for a rate in bit/s: the slowest code at least as fast
+# (hpcc_wire.py reads the codes from include/hpcc_int.h).
 intsw_speed_code() {
-	local mbps=$(($1 / 1000000))
-	if [ "$mbps" -le 100 ]; then echo 12
-	elif [ "$mbps" -le 200 ]; then echo 13
-	elif [ "$mbps" -le 1000 ]; then echo 1
-	elif [ "$mbps" -le 2500 ]; then echo 2
-	elif [ "$mbps" -le 5000 ]; then echo 3
-	elif [ "$mbps" -le 10000 ]; then echo 4
-	elif [ "$mbps" -le 25000 ]; then echo 5
-	elif [ "$mbps" -le 40000 ]; then echo 6
-	elif [ "$mbps" -le 50000 ]; then echo 7
-	elif [ "$mbps" -le 100000 ]; then echo 8
-	elif [ "$mbps" -le 200000 ]; then echo 9
-	elif [ "$mbps" -le 400000 ]; then echo 10
-	else echo 11
-	fi
+	"$INTSW_PY" "$INTSW_DIR/hpcc_wire.py" speed-code "$1"
 }
 
 # Translates the friendly keys into cfg map fields (intsw.py config keys).

@@ -63,6 +63,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hpcc_wire  # noqa: E402
+
 # ---- map layouts (selftests/int_switch.h) -----------------------------------
 
 CFG_FIELDS = ["rate_bps", "buffer_bytes", "ecn_k_bytes", "delay_ns",
@@ -203,19 +206,6 @@ def arrivals(rows, rate_bps, from_ns=0, until_ns=None):
     return out
 
 
-def unit_shift(code):
-    """Byte unit shift of a speed code, from include/hpcc_int.h."""
-    import re
-    root = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    text = open(os.path.join(root, "include", "hpcc_int.h")).read()
-    names = {int(v): n for n, v in re.findall(r"#define (HPCC_INT_RATE_\w+?)\s+(\d+)\s*$", text, re.M)
-             if not n.endswith(("_MBPS", "_UNIT_SHIFT", "_MAX"))}
-    if code not in names:
-        return None
-    m = re.search(r"#define %s_UNIT_SHIFT\s+(\d+)" % names[code], text)
-    return int(m.group(1)) if m else None
-
-
 def backlog_bytes(cfg, p, now_ns):
     ahead_ps = max(0, p["next_ps"] - now_ns * 1000)
     return ahead_ps // 1000 * cfg["rate_bps"] // 8_000_000_000
@@ -248,7 +238,7 @@ def stats(port):
         "ecn_k_bytes": cfg["ecn_k_bytes"],
         "switch_id": cfg["switch_id"],
         "speed_code": cfg["speed_code"],
-        "unit_shift": unit_shift(cfg["speed_code"]),
+        "unit_shift": hpcc_wire.unit_shift(cfg["speed_code"]),
         "backlog_bytes": backlog_bytes(cfg, p, now),
         "hist_bucket_bytes": width,
         "hist_samples": sum(hist),
@@ -431,9 +421,6 @@ def util(path, rate_bps, skip_s, tail_s, from_ns=0):
 
 # ---- probes -----------------------------------------------------------------
 
-MAGIC, VERSION, T_PROBE, T_RESPONSE = 0x48504343, 1, 1, 2
-PROBE_HDR_LEN, INT_HDR_LEN, HOP_LEN, MAX_HOPS = 16, 4, 8, 8
-PAYLOAD_LEN = PROBE_HDR_LEN + INT_HDR_LEN + MAX_HOPS * HOP_LEN
 CLONE_NEWNET = 0x40000000
 
 
@@ -445,50 +432,6 @@ def setns(name):
             raise OSError(e, f"setns {name}: {os.strerror(e)}")
     finally:
         os.close(fd)
-
-
-def build_probe(src, dst, sport, dport, dscp, ptype, nonce, snd_nxt, nhop,
-                path_id, hops=b"", ecn=0):
-    import socket
-    hops = hops + bytes(MAX_HOPS * HOP_LEN - len(hops))
-    payload = struct.pack(">IBBHII", MAGIC, VERSION, ptype, PAYLOAD_LEN, nonce, snd_nxt)
-    payload += struct.pack(">HH", ((nhop & 0xf) << 12) | (path_id & 0xfff), 0) + hops
-    tcp = struct.pack(">HHIIBBHHH", sport, dport, 0, 0, 5 << 4, 0x10, 65535, 0, 0)
-    tot = 20 + len(tcp) + len(payload)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, (dscp << 2) | ecn, tot, 0, 0x4000, 64,
-                     socket.IPPROTO_TCP, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    return ip + tcp + payload
-
-
-def parse_probe(frame):
-    """Decodes an Ethernet frame carrying an HPCC++ probe or response."""
-    import socket
-    if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
-        return None
-    ip = frame[14:]
-    ihl = (ip[0] & 0xf) * 4
-    if ip[0] >> 4 != 4 or ip[9] != socket.IPPROTO_TCP or len(ip) < ihl + 20:
-        return None
-    tcp = ip[ihl:]
-    doff = (tcp[12] >> 4) * 4
-    pay = tcp[doff:]
-    if len(pay) < PAYLOAD_LEN:
-        return None
-    magic, ver, ptype, plen, nonce, snd_nxt = struct.unpack(">IBBHII", pay[:16])
-    if magic != MAGIC:
-        return None
-    w0, = struct.unpack(">H", pay[16:18])
-    nhop = w0 >> 12
-    hops = []
-    for i in range(MAX_HOPS):
-        rec, = struct.unpack(">Q", pay[20 + 8 * i:28 + 8 * i])
-        hops.append({"speed": rec >> 60, "ts": (rec >> 36) & 0xffffff,
-                     "txb": (rec >> 16) & 0xfffff, "qlen": rec & 0xffff})
-    sport, dport = struct.unpack(">HH", tcp[:4])
-    return {"dscp": ip[1] >> 2, "ecn": ip[1] & 3, "type": ptype, "version": ver,
-            "len": plen, "nonce": nonce, "snd_nxt": snd_nxt, "nhop": nhop,
-            "path_id": w0 & 0xfff, "hops": hops, "sport": sport, "dport": dport,
-            "src": socket.inet_ntoa(ip[12:16]), "dst": socket.inet_ntoa(ip[16:20])}
 
 
 def probe(argv):
@@ -525,7 +468,7 @@ def probe(argv):
     # 20-byte TCP header reach the socket: under a bulk flow python could
     # not keep up with every frame.
     cbpf = struct.pack("<HBBI", 0x20, 0, 0, 14 + 20 + 20)          # ld [54]
-    cbpf += struct.pack("<HBBI", 0x15, 0, 1, MAGIC)                # jeq MAGIC
+    cbpf += struct.pack("<HBBI", 0x15, 0, 1, hpcc_wire.MAGIC)      # jeq MAGIC
     cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0xffff)               # ret all
     cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0)                    # ret 0
     prog = ctypes.create_string_buffer(cbpf, len(cbpf))
@@ -537,14 +480,13 @@ def probe(argv):
     setns(a.src_ns)
     tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     _libc.setns(me, CLONE_NEWNET)
-    ptype = T_PROBE if a.type == "probe" else T_RESPONSE
+    ptype = hpcc_wire.T_PROBE if a.type == "probe" else hpcc_wire.T_RESPONSE
     want = {a.nonce + i for i in range(a.count)}
     sent = {}
     got = []
     for i in range(a.count):
-        pkt = build_probe(a.src, a.dst, a.sport, a.dport, a.dscp, ptype,
-                          a.nonce + i, 1000 * i, a.nhop, a.path_id,
-                          bytes([a.fill]) * (MAX_HOPS * HOP_LEN))
+        stack = hpcc_wire.int_stack(a.nhop, a.path_id, bytes([a.fill]) * (hpcc_wire.MAX_HOPS * hpcc_wire.HOP_LEN))
+        pkt = hpcc_wire.packet(ptype, a.src, a.dst, a.sport, a.dport, a.dscp, a.nonce + i, 1000 * i, stack)
         sent[a.nonce + i] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         tx.sendto(pkt, (a.dst, 0))
         time.sleep(a.gap)
@@ -554,7 +496,7 @@ def probe(argv):
             frame = rx.recv(4096)
         except socket.timeout:
             continue
-        pr = parse_probe(frame)
+        pr = hpcc_wire.parse_frame(frame)
         if pr and pr["nonce"] in want:
             want.discard(pr["nonce"])
             pr["t_rx_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)

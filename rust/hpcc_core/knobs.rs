@@ -95,6 +95,7 @@ macro_rules! knob_table {
         }
     };
 }
+#[allow(unused_imports)] // used by the kernel crate (rust/params.rs)
 pub(crate) use knob_table;
 
 /// The knob that is text, not a number: the SFC access list (its own

@@ -170,22 +170,19 @@ pub fn run(sc: &Scenario) -> Run {
             nic_hist[i][slot] = f.sent;
         }
         // Switch.
-        let arrivals: Vec<f64> = (0..n).map(|i| std::mem::take(&mut to_switch[i][slot])).collect();
-        let present: f64 = queue + arrivals.iter().sum::<f64>();
-        let served = cap.min(present);
-        for (i, f) in flows.iter_mut().enumerate() {
-            let mine = f.in_queue + arrivals[i];
-            let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
-            f.in_queue = mine - out_i;
-            to_sender[i][(step + steps_half) % ring] += out_i;
-            cur.flow_bps[i] += out_i * bucket_scale;
-        }
-        queue = present - served;
+        let served = fifo_step(
+            &mut queue,
+            flows.iter_mut().map(|f| &mut f.in_queue),
+            &mut to_switch,
+            &mut to_sender,
+            (slot, (step + steps_half) % ring),
+            cap,
+            &mut cur,
+            bucket_scale,
+            steps_rtt,
+        );
         tx_total += served;
         sw_hist[slot] = (sw_clock0 + now, tx_total, queue);
-        cur.util += served / (cap * steps_rtt as f64);
-        cur.queue_mean += queue / steps_rtt as f64;
-        cur.queue_max = cur.queue_max.max(queue);
 
         // Telemetry on ACKs: state stamped T/2 ago at the switch, one RTT
         // ago at the NIC.
@@ -256,6 +253,40 @@ pub fn run(sc: &Scenario) -> Run {
         }
     }
     out
+}
+
+/// One step of the bottleneck's fluid FIFO: takes this step's arrivals
+/// (`to_switch[i][slot.0]`), serves `cap` bytes shared among the flows in
+/// proportion to their bytes present, sends what each got toward its
+/// sender (`to_sender[i][slot.1]`) and adds the step to `cur`. Returns the
+/// bytes served.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fifo_step<'a>(
+    queue: &mut f64,
+    in_queue: impl Iterator<Item = &'a mut f64>,
+    to_switch: &mut [Vec<f64>],
+    to_sender: &mut [Vec<f64>],
+    slot: (usize, usize),
+    cap: f64,
+    cur: &mut RttStat,
+    bucket_scale: f64,
+    steps_rtt: usize,
+) -> f64 {
+    let arrivals: Vec<f64> = to_switch.iter_mut().map(|d| std::mem::take(&mut d[slot.0])).collect();
+    let present: f64 = *queue + arrivals.iter().sum::<f64>();
+    let served = cap.min(present);
+    for (i, q) in in_queue.enumerate() {
+        let mine = *q + arrivals[i];
+        let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
+        *q = mine - out_i;
+        to_sender[i][slot.1] += out_i;
+        cur.flow_bps[i] += out_i * bucket_scale;
+    }
+    *queue = present - served;
+    cur.util += served / (cap * steps_rtt as f64);
+    cur.queue_mean += *queue / steps_rtt as f64;
+    cur.queue_max = cur.queue_max.max(*queue);
+    served
 }
 
 /// Jain's fairness index of the given rates.

@@ -21,7 +21,7 @@
 //! controller's rules do on a clean path, with the knobs the module
 //! ships ([`Knobs::DEFAULT`]) or the drafts' law ([`Knobs::DRAFTS`]).
 
-use crate::{Run, RttStat};
+use crate::{fifo_step, Run, RttStat};
 use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
 use hpcc_core::knobs::Knobs;
 use hpcc_core::wire::{self, IntStack, RawHop, RATES};
@@ -205,21 +205,17 @@ pub fn run(sc: &ModuleScenario) -> Run {
             to_switch[i][(step + steps_half) % ring] += send;
         }
         // Switch.
-        let arrivals: Vec<f64> = (0..n).map(|i| std::mem::take(&mut to_switch[i][slot])).collect();
-        let present: f64 = queue + arrivals.iter().sum::<f64>();
-        let served = cap.min(present);
-        for (i, f) in flows.iter_mut().enumerate() {
-            let mine = f.in_queue + arrivals[i];
-            let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
-            f.in_queue = mine - out_i;
-            to_sender[i][(step + steps_half) % ring] += out_i;
-            cur.flow_bps[i] += out_i * bucket_scale;
-        }
-        queue = present - served;
-        tx_total += served;
-        cur.util += served / (cap * steps_rtt as f64);
-        cur.queue_mean += queue / steps_rtt as f64;
-        cur.queue_max = cur.queue_max.max(queue);
+        tx_total += fifo_step(
+            &mut queue,
+            flows.iter_mut().map(|f| &mut f.in_queue),
+            &mut to_switch,
+            &mut to_sender,
+            (slot, (step + steps_half) % ring),
+            cap,
+            &mut cur,
+            bucket_scale,
+            steps_rtt,
+        );
         // Probes at the bottleneck: stamped, answered after the queue.
         let qdelay_steps = (queue / cap).ceil() as usize;
         for f in flows.iter_mut() {
