@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Map layouts of the INT switch emulator (selftests/int_switch.bpf.c).
- * selftests/intsw.py packs and unpacks the same layouts (struct module):
- * change both together. All fields are host order.
+ * selftests/intsw.py reads these structs from this file (ctypes, natural
+ * alignment as here): this is the one definition. All fields are host
+ * order.
  *
  * Maps of one port, pinned under /sys/fs/bpf/hpcc/<netns>/<dev>/:
  *   cfg   ARRAY[1]   struct int_sw_cfg   written by the loader, read per packet

@@ -161,16 +161,6 @@ intsw_config() { # intsw_config NS DEV [key=value ...]
 	"$INTSW_PY" "$INTSW_DIR/intsw.py" config "$(intsw_dir "$ns" "$dev")" $args
 }
 
-# Little-endian hex bytes of a value, for `bpftool map update ... value hex`.
-_intsw_le() { # _intsw_le VALUE NBYTES
-	local v=$1 i h out=
-	for ((i = 0; i < $2; i++)); do
-		printf -v h '%02x' $(((v >> (8 * i)) & 255))
-		out+="$h "
-	done
-	echo "$out"
-}
-
 intsw_attach() { # intsw_attach NS DEV [key=value ...]
 	local ns=$1 dev=$2 d a k v args
 	shift 2
@@ -181,7 +171,7 @@ intsw_attach() { # intsw_attach NS DEV [key=value ...]
 	mkdir -p "$d" || return 1
 	bpftool prog loadall "$INTSW_OBJ" "$d/progs" type classifier pinmaps "$d" || {
 		_intsw_log "bpftool prog loadall failed for $ns/$dev"; return 1; }
-	# struct int_sw_cfg (int_switch.h), written whole: the maps are new.
+	# struct int_sw_cfg (int_switch.h, through intsw.py), written whole: the maps are new.
 	local -A c=([rate_bps]=0 [buffer_bytes]=0 [ecn_k_bytes]=0 [delay_ns]=0 [switch_id]=0
 		[speed_code]=-1 [probe_dscp]=${HPCC_PROBE_DSCP:-11} [hist_bucket_bytes]=512)
 	args=$(_intsw_cfg_args "$@") || return 1
@@ -191,12 +181,9 @@ intsw_attach() { # intsw_attach NS DEV [key=value ...]
 		c[$k]=$((v))
 	done
 	[ "${c[speed_code]}" -ge 0 ] || c[speed_code]=$(intsw_speed_code "${c[rate_bps]}")
-	# shellcheck disable=SC2046
-	bpftool map update pinned "$d/cfg" key hex 00 00 00 00 value hex \
-		$(_intsw_le "${c[rate_bps]}" 8) $(_intsw_le "${c[buffer_bytes]}" 8) \
-		$(_intsw_le "${c[ecn_k_bytes]}" 8) $(_intsw_le "${c[delay_ns]}" 8) \
-		$(_intsw_le "${c[switch_id]}" 4) $(_intsw_le "${c[speed_code]}" 4) \
-		$(_intsw_le "${c[probe_dscp]}" 4) $(_intsw_le "${c[hist_bucket_bytes]}" 4) || return 1
+	local kv=()
+	for k in "${!c[@]}"; do kv+=("$k=${c[$k]}"); done
+	"$INTSW_PY" "$INTSW_DIR/intsw.py" config "$d" "${kv[@]}" >/dev/null || return 1
 	# sch_fq releases each packet at its skb->tstamp; it must never drop or
 	# pace on its own: no per-flow or total packet limit that the emulated
 	# buffer could reach, a horizon far beyond any queue, no socket pacing.

@@ -59,6 +59,7 @@ Layouts: selftests/int_switch.h (keep in sync).
 # under TCG, and json/subprocess/argparse double it.
 import ctypes
 import os
+import re
 import struct
 import sys
 import time
@@ -66,29 +67,63 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hpcc_wire  # noqa: E402
 
-# ---- map layouts (selftests/int_switch.h) -----------------------------------
+# ---- map layouts, read from selftests/int_switch.h ---------------------------
 
-CFG_FIELDS = ["rate_bps", "buffer_bytes", "ecn_k_bytes", "delay_ns",
-              "switch_id", "speed_code", "probe_dscp", "hist_bucket_bytes"]
-CFG_FMT = "<QQQQIIII"
-PORT_FIELDS = ["next_ps", "tx_bytes", "tx_packets", "tx_segs", "drops",
-               "drop_bytes", "ce_marks", "probes_stamped", "probes_full",
-               "responses", "max_qlen_bytes", "qlen_sum", "qlen_samples",
-               "first_ns", "last_ns", "last_drop_ns"]
-PORT_FMT = "<II" + "Q" * len(PORT_FIELDS)   # bpf_spin_lock, pad, counters
-HIST_BUCKETS = 512
-HIST_FMT = "<%dQ" % HIST_BUCKETS
-HIST_BUCKET_DEFAULT = 512
-LOG_LEN = 65536
-LOG_FMT = "<QIHH"                    # t_ns, backlog_flags, sport, wire
-LOG_DROPPED = 0x80000000             # INT_SW_LOG_DROPPED in backlog_flags
-LOG_WIRE_MAX = 0xFFFF                # wire saturates here
-SFC_CFG_FIELDS = ["trigger_bytes", "target_bytes", "suppress_ns", "rate", "burst",
-                  "ifindex", "udp_port", "addr4", "addr6"]
-SFC_CFG_FMT = "<QQQIIII4s16sI"      # ..., addr4, addr6, pad
-SFC_FIELDS = ["tokens", "last_ns", "ring_next", "triggered", "suppressed",
-              "rate_limited", "clone_errors", "signals_sent", "build_errors"]
-SFC_FMT = "<II" + "Q" * len(SFC_FIELDS)     # bpf_spin_lock, pad, state
+def _layouts():
+    """ctypes structures of every struct int_sw_* in int_switch.h (natural
+    alignment, as the BPF program's), and its integer #defines."""
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "int_switch.h")).read()
+    defs = {n: int(v.rstrip("uUlL"), 0) for n, v in
+            re.findall(r"^#define\s+(INT_SW_\w+)\s+(0x[0-9a-fA-F]+[uU]?|\d+[uU]?)\b", text, re.M)}
+    ctype = {"__u64": ctypes.c_uint64, "__u32": ctypes.c_uint32, "__u16": ctypes.c_uint16,
+             "__u8": ctypes.c_uint8, "struct bpf_spin_lock": ctypes.c_uint32}
+    out = {}
+    for name, body in re.findall(r"^struct (int_sw_\w+) \{(.*?)^\};", text, re.M | re.S):
+        fields = []
+        for typ, field, n in re.findall(r"^\s*(__u64|__u32|__u16|__u8|struct bpf_spin_lock)\s+(\w+)(?:\[(\w+)\])?;",
+                                        body, re.M):
+            t = ctype[typ]
+            if n:
+                t = t * (int(n) if n.isdigit() else defs[n])
+            fields.append((field, t))
+        out[name] = type(name, (ctypes.Structure,), {"_fields_": fields})
+    return out, defs
+
+
+_S, _D = _layouts()
+CFG, PORT, HIST, LOG, SFC_CFG, SFC = (_S["int_sw_" + n] for n in ("cfg", "port", "hist", "log_rec", "sfc_cfg", "sfc"))
+
+
+def fields(st):
+    """A structure's data fields (not its lock or padding)."""
+    return [f for f, _ in st._fields_ if f != "lock" and not f.startswith("_")]
+
+
+def unpack(st, raw):
+    """A map value as {field: value} (arrays as bytes)."""
+    v = st.from_buffer_copy(raw)
+    return {f: (bytes(getattr(v, f)) if isinstance(getattr(v, f), ctypes.Array) else getattr(v, f))
+            for f in fields(st)}
+
+
+def pack(st, d):
+    """{field: value} (arrays as bytes) as a map value; missing fields 0."""
+    v = st()
+    for f, t in st._fields_:
+        if f in d:
+            if issubclass(t, ctypes.Array):
+                ctypes.memmove(ctypes.addressof(v) + getattr(st, f).offset, bytes(d[f]), ctypes.sizeof(t))
+            else:
+                setattr(v, f, int(d[f]))
+    return bytes(v)
+
+
+CFG_FIELDS, PORT_FIELDS, SFC_CFG_FIELDS, SFC_FIELDS = (fields(x) for x in (CFG, PORT, SFC_CFG, SFC))
+HIST_BUCKETS = _D["INT_SW_HIST_BUCKETS"]
+HIST_BUCKET_DEFAULT = _D["INT_SW_HIST_BUCKET_DEFAULT"]
+LOG_LEN = _D["INT_SW_LOG_LEN"]
+LOG_DROPPED = _D["INT_SW_LOG_DROPPED"]
+LOG_WIRE_MAX = 0xFFFF                # wire (a __u16) saturates here
 
 # ---- bpf(2) ------------------------------------------------------------------
 
@@ -131,55 +166,55 @@ class Map:
 class Port:
     def __init__(self, d):
         self.dir = d
-        self.cfg = Map(os.path.join(d, "cfg"), struct.calcsize(CFG_FMT))
-        self.port = Map(os.path.join(d, "port"), struct.calcsize(PORT_FMT))
-        self.hist = Map(os.path.join(d, "hist"), struct.calcsize(HIST_FMT))
-        self.plog = Map(os.path.join(d, "plog"), struct.calcsize(LOG_FMT))
+        self.cfg = Map(os.path.join(d, "cfg"), ctypes.sizeof(CFG))
+        self.port = Map(os.path.join(d, "port"), ctypes.sizeof(PORT))
+        self.hist = Map(os.path.join(d, "hist"), ctypes.sizeof(HIST))
+        self.plog = Map(os.path.join(d, "plog"), ctypes.sizeof(LOG))
         self.plogi = Map(os.path.join(d, "plogi"), 8)
-        self.sfc_cfg = Map(os.path.join(d, "sfc_cfg"), struct.calcsize(SFC_CFG_FMT))
-        self.sfc = Map(os.path.join(d, "sfc"), struct.calcsize(SFC_FMT))
+        self.sfc_cfg = Map(os.path.join(d, "sfc_cfg"), ctypes.sizeof(SFC_CFG))
+        self.sfc = Map(os.path.join(d, "sfc"), ctypes.sizeof(SFC))
 
     def read_cfg(self):
-        return dict(zip(CFG_FIELDS, struct.unpack(CFG_FMT, self.cfg.lookup(0))))
+        return unpack(CFG, self.cfg.lookup(0))
 
     def write_cfg(self, c):
-        self.cfg.update(0, struct.pack(CFG_FMT, *[int(c[f]) for f in CFG_FIELDS]))
+        self.cfg.update(0, pack(CFG, c))
 
     def read_sfc_cfg(self):
         import socket
-        v = struct.unpack(SFC_CFG_FMT, self.sfc_cfg.lookup(0))
-        c = dict(zip(SFC_CFG_FIELDS, v))
+        c = unpack(SFC_CFG, self.sfc_cfg.lookup(0))
         c["addr4"] = socket.inet_ntop(socket.AF_INET, c["addr4"])
         c["addr6"] = socket.inet_ntop(socket.AF_INET6, c["addr6"])
         return c
 
     def write_sfc_cfg(self, c):
         import socket
-        v = [int(c[f]) for f in SFC_CFG_FIELDS[:7]]
-        v += [socket.inet_pton(socket.AF_INET, c["addr4"]), socket.inet_pton(socket.AF_INET6, c["addr6"]), 0]
-        self.sfc_cfg.update(0, struct.pack(SFC_CFG_FMT, *v))
+        c = dict(c, addr4=socket.inet_pton(socket.AF_INET, c["addr4"]),
+                 addr6=socket.inet_pton(socket.AF_INET6, c["addr6"]))
+        self.sfc_cfg.update(0, pack(SFC_CFG, c))
 
     def read_sfc(self):
-        return dict(zip(SFC_FIELDS, struct.unpack(SFC_FMT, self.sfc.lookup(0))[2:]))
+        return unpack(SFC, self.sfc.lookup(0))
 
     def read_port(self):
-        return dict(zip(PORT_FIELDS, struct.unpack(PORT_FMT, self.port.lookup(0))[2:]))
+        return unpack(PORT, self.port.lookup(0))
 
     def read_hist(self):
-        return list(struct.unpack(HIST_FMT, self.hist.lookup(0)))
+        return list(HIST.from_buffer_copy(self.hist.lookup(0)).bucket)
 
     def reset(self):
-        self.port.update(0, bytes(struct.calcsize(PORT_FMT)))
-        self.hist.update(0, bytes(struct.calcsize(HIST_FMT)))
+        self.port.update(0, bytes(ctypes.sizeof(PORT)))
+        self.hist.update(0, bytes(ctypes.sizeof(HIST)))
         self.plogi.update(0, bytes(8))
-        self.sfc.update(0, bytes(struct.calcsize(SFC_FMT)))
+        self.sfc.update(0, bytes(ctypes.sizeof(SFC)))
 
     def read_log(self):
         """The logged packets, oldest first: (t_ns, backlog, sport, wire, dropped)."""
         n = struct.unpack("<Q", self.plogi.lookup(0))[0]
         out = []
         for i in range(max(0, n - LOG_LEN), n):
-            t, bf, sport, wire = struct.unpack(LOG_FMT, self.plog.lookup(i % LOG_LEN))
+            r = LOG.from_buffer_copy(self.plog.lookup(i % LOG_LEN))
+            t, bf, sport, wire = r.t_ns, r.backlog_flags, r.sport, r.wire
             out.append((t, bf & ~LOG_DROPPED, sport, wire, int(bool(bf & LOG_DROPPED))))
         return out
 

@@ -75,6 +75,21 @@ pub struct RttStat {
     pub window: Vec<u32>,
 }
 
+impl RttStat {
+    /// An interval of `n` flows starting at `t_ns`, nothing counted yet.
+    pub fn empty(n: usize, t_ns: u64) -> Self {
+        Self {
+            t_ns,
+            flow_bps: vec![0.0; n],
+            sent_bps: vec![0.0; n],
+            util: 0.0,
+            queue_mean: 0.0,
+            queue_max: 0.0,
+            window: vec![0; n],
+        }
+    }
+}
+
 /// Result of a run.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -135,15 +150,7 @@ pub fn run(sc: &Scenario) -> Run {
     let (sw_id, nic_id) = (0x5a5u16, 0x0c3u16);
 
     let mut out = Run { rtts: Vec::new(), trace: Vec::new(), updates: 0 };
-    let mut cur = RttStat {
-        t_ns: 0,
-        flow_bps: vec![0.0; n],
-        sent_bps: vec![0.0; n],
-        util: 0.0,
-        queue_mean: 0.0,
-        queue_max: 0.0,
-        window: vec![0; n],
-    };
+    let mut cur = RttStat::empty(n, 0);
     let bucket_scale = 8e9 / sc.base_rtt_ns as f64; // bytes per RTT → bits/s
     for step in 0..total_steps {
         let now = step as u64 * sc.dt_ns;
@@ -240,15 +247,7 @@ pub fn run(sc: &Scenario) -> Run {
             let next_t = now + sc.dt_ns;
             out.rtts.push(std::mem::replace(
                 &mut cur,
-                RttStat {
-                    t_ns: next_t,
-                    flow_bps: vec![0.0; n],
-                    sent_bps: vec![0.0; n],
-                    util: 0.0,
-                    queue_mean: 0.0,
-                    queue_max: 0.0,
-                    window: vec![0; n],
-                },
+                RttStat::empty(n, next_t),
             ));
         }
     }

@@ -137,16 +137,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
     let host0 = 5_000_000_000u64;
 
     let mut out = Run { rtts: Vec::new(), trace: Vec::new(), updates: 0 };
-    let fresh = |n| RttStat {
-        t_ns: 0,
-        flow_bps: vec![0.0; n],
-        sent_bps: vec![0.0; n],
-        util: 0.0,
-        queue_mean: 0.0,
-        queue_max: 0.0,
-        window: vec![0; n],
-    };
-    let mut cur = fresh(n);
+    let mut cur = RttStat::empty(n, 0);
     let bucket_scale = 8e9 / sc.base_rtt_ns as f64;
     for step in 0..total_steps {
         let now = step as u64 * sc.dt_ns;
@@ -276,9 +267,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
             for (w, f) in cur.window.iter_mut().zip(&flows) {
                 *w = if f.active { f.cwnd.saturating_mul(sc.mss) } else { 0 };
             }
-            let mut next = fresh(n);
-            next.t_ns = now + sc.dt_ns;
-            out.rtts.push(std::mem::replace(&mut cur, next));
+            out.rtts.push(std::mem::replace(&mut cur, RttStat::empty(n, now + sc.dt_ns)));
         }
     }
     out
