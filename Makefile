@@ -25,8 +25,8 @@ modules:
 
 clean:
 	rm -f $(ROOT)/*.ko $(ROOT)/*.mod $(ROOT)/*.mod.c $(ROOT)/Module.symvers $(ROOT)/modules.order
-	find $(ROOT)/rust -name '*.o' -o -name '.*.cmd' -o -name '.*.d' -o -name '*.rmeta' | xargs rm -f
-	rm -f $(ROOT)/.*.cmd $(ROOT)/*.o $(ROOT)/rust/bindings_generated.rs
+	find $(ROOT)/rust $(ROOT)/probe_tx -name '*.o' -o -name '.*.cmd' -o -name '.*.d' -o -name '*.rmeta' | xargs rm -f
+	rm -f $(ROOT)/.*.cmd $(ROOT)/*.o $(ROOT)/rust/tcp_hpcc/bindings_generated.rs
 
 setup:
 	$(ROOT)/vm/setup-host.sh

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Input of the bindgen run in Kbuild. The generated rust/bindings_generated.rs
+ * Input of the bindgen run in Kbuild. The generated rust/tcp_hpcc/bindings_generated.rs
  * is a build output and never committed. Kbuild's allowlist keeps it to the
  * types and functions the module uses.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Declarations of the thin C shim (rust/helpers.c): only what Rust cannot
+ * Declarations of the thin C shim (rust/tcp_hpcc/helpers.c): only what Rust cannot
  * call directly, i.e. macros and static inline functions of the kernel.
  */
 #ifndef _HPCC_SHIM_H
@@ -40,6 +40,15 @@ bool hpcc_tcp_in_cwnd_reduction(const struct sock *sk);
 bool hpcc_sk_tuple(const struct sock *sk, struct net **net, __u8 saddr[16],
 		   __u8 daddr[16], __be16 *sport, __be16 *dport);
 
+/* The established or time-wait socket of the local/remote 4-tuple in
+ * @net, with a reference (sock_gen_put() it), looked up on the device @rx
+ * came in on as TCP's receive path does; NULL if none. */
+struct sock *hpcc_lookup(struct net *net, const struct sk_buff *rx,
+			 const __u8 laddr[16], __be16 lport,
+			 const __u8 raddr[16], __be16 rport);
+
+/* Packet I/O of probe_tx (probe_tx/io.c). */
+
 /* What hpcc_sk_send() and hpcc_reply() did with the packet, besides a
  * negative errno. */
 enum {
@@ -70,7 +79,7 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const __u8 laddr[16],
 	       struct sk_buff *skb, __u8 tos);
 
 /*
- * Source Flow Control (rust/sfc_rx.rs).
+ * Source Flow Control (rust/tcp_hpcc/sfc_rx.rs).
  *
  * hpcc_sfc_lock()/unlock(): one spin lock (BH-safe) around the per-netns
  * token buckets of accepted signals; taken only for signals from an
@@ -112,7 +121,7 @@ enum hpcc_hold {
 enum hpcc_hold hpcc_skb_hold_until(struct sk_buff *skb, __u64 until_ns);
 
 /* One applied telemetry sample, for the tcp_hpcc:hpcc_sample tracepoint
- * (rust/trace_events.c). Filled in Rust (rust/cong_ops.rs). */
+ * (rust/tcp_hpcc/trace_events.c). Filled in Rust (rust/tcp_hpcc/cong_ops.rs). */
 struct hpcc_trace_rec {
 	__u8 event;		/* 0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale */
 	__u8 hop;		/* index of the most loaded hop */
@@ -154,7 +163,7 @@ enum hpcc_sfc_outcome {
 /* One SFC signal, for the tcp_hpcc:hpcc_sfc tracepoint. Addresses are
  * 16 bytes, IPv4 ones IPv4-mapped; the flow's fields are zero when the
  * signal was refused before its header was read. Filled in Rust
- * (rust/sfc_rx.rs). */
+ * (rust/tcp_hpcc/sfc_rx.rs). */
 struct hpcc_sfc_trace_rec {
 	__u8 src[16];		/* the signal's source: the switch */
 	__u8 laddr[16];		/* the flow it names: local address and port */
@@ -174,7 +183,7 @@ struct hpcc_sfc_trace_rec {
 void hpcc_trace_sfc(const struct hpcc_sfc_trace_rec *r);
 
 /*
- * The flow table (rust/flow.rs): an rhashtable of flow objects keyed by
+ * The flow table (rust/tcp_hpcc/flow.rs): an rhashtable of flow objects keyed by
  * (netns, 4-tuple), hashed by the Rust hpcc_flow_hashfn() (SipHash-2-4
  * under a per-load secret, rust/hpcc_core/flowhash.rs), objects from the
  * "hpcc_flow" slab cache (SLAB_ACCOUNT: charged to the socket's memory
@@ -223,7 +232,7 @@ struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key);
 /* call_rcu(&h->rcu, hpcc_flow_free_rcu). */
 void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h);
 
-/* Per-netns state (rust/netns.rs): the pernet id the netns core fills in,
+/* Per-netns state (rust/tcp_hpcc/netns.rs): the pernet id the netns core fills in,
  * and net_generic(), a static inline. */
 extern unsigned int hpcc_net_id;
 void *hpcc_net_generic(const struct net *net);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Tracepoints of tcp_hpcc (defined in rust/trace_events.c):
+ * Tracepoints of tcp_hpcc (defined in rust/tcp_hpcc/trace_events.c):
  *
  *   tcp_hpcc:hpcc_sample   one per probe response applied to a flow's
  *                          HPCC++ law (see struct hpcc_trace_rec)

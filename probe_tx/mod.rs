@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Probe and response machinery (draft section 7.2).
+//! Probe and response machinery (draft section 7.2). Despite the name it
+//! receives as well as sends: probes and responses in both directions,
+//! and the switches' SFC signals.
 //!
 //! * **Sender**: [`send_probe`] emits a small probe for a flow (its own
 //!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an empty INT stack)
@@ -22,11 +24,12 @@
 //!   to `sfc_rx`; a `POST_ROUTING` hook holds the packets of flows paused
 //!   at egress (`sfc_scope` 1) and touches nothing else.
 //! * Probes and responses are routed as their connection's data (see
-//!   `hpcc_sk_send` in the shim): same path, same flow label, and never in
-//!   clear where the connection is protected by IPsec.
+//!   `hpcc_sk_send` in `probe_tx/io.c`): same path, same flow label, and
+//!   never in clear where the connection is protected by IPsec.
 //!
 //! Packet bytes are built and parsed by the pure `hpcc_core::probe`; this
-//! file only moves them in and out of skbs.
+//! file only moves them in and out of skbs, and `io.c` holds the part of
+//! the packet I/O Rust cannot call (route and socket lookups, output).
 
 use crate::bindings;
 use crate::flow::{table, FlowObj, Mail, NonceCheck};

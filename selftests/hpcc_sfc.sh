@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kselftest: tcp_hpcc's side of Source Flow Control (rust/sfc_rx.rs) with
+# kselftest: tcp_hpcc's side of Source Flow Control (rust/tcp_hpcc/sfc_rx.rs) with
 # the emulated switch's signals (int_switch_sfc.sh tests the switch). One
 # hpcc sender through a 10 Mbit/s port, base RTT 20 ms split, buffer
 # 100 kB; the switch signals at 20 kB:

@@ -6,7 +6,7 @@ Layout, constants and speed codes are read from include/hpcc_probe.h and
 include/hpcc_int.h (the headers the module's Rust core and the eBPF switch
 are checked against), so no script carries a copy. Packets are built byte
 for byte as the module builds them (rust/hpcc_core/probe.rs), which
-rust/host/tests/python_wire.rs checks:
+rust/hpcc_core/tests/python_wire.rs checks:
 
   hpcc_wire.py packet probe|response SRC DST SPORT DPORT DSCP NONCE SND_NXT [INT_HEX]
         prints the packet (IP header on) as hex

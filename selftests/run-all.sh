@@ -57,9 +57,9 @@ passed=$((passed + cp))
 failed=$((failed + cf))
 if [ "$cargo_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then verdict cargo-test-build 1; fi
 
-step "no panic path in the core with overflow checks on (rust/bench/panic-check.sh)"
+step "no panic path in the core with overflow checks on (rust/tools/bench/panic-check.sh)"
 # As a kernel with CONFIG_RUST_OVERFLOW_CHECKS (the debug kernel) builds it.
-sh "$root/rust/bench/panic-check.sh"
+sh "$root/rust/tools/bench/panic-check.sh"
 verdict core-has-no-panic-paths-with-overflow-checks $?
 
 step "host test of the selftest library (selftests/lib_test.sh)"
@@ -87,8 +87,8 @@ verdict module-build-warning-free $?
 # No panic path anywhere in the module's Rust code: not one call into a
 # core panic or failure path (bounds checks, overflow, division by zero,
 # unwrap, slice length mismatch).
-panics=$(llvm-objdump -dr "$root/rust/tcp_hpcc.o" | grep -cE 'R_X86_64_PLT32.*_4core.*(panic|fail)')
-echo "calls into core panic/fail paths in rust/tcp_hpcc.o: $panics"
+panics=$(llvm-objdump -dr "$root/rust/tcp_hpcc/tcp_hpcc.o" | grep -cE 'R_X86_64_PLT32.*_4core.*(panic|fail)')
+echo "calls into core panic/fail paths in rust/tcp_hpcc/tcp_hpcc.o: $panics"
 [ "$panics" -eq 0 ]
 verdict module-has-no-panic-paths $?
 

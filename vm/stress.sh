@@ -33,8 +33,9 @@ echo "debug kernel ready after $(( $(date +%s) - t0 )) s: $kdir"
 build=$cache/stress-module
 rm -rf "$build"
 mkdir -p "$build"
-(cd "$root" && cp -r Kbuild include probe_tx "$build"/ && mkdir -p "$build/rust" &&
-	cp -r rust/hpcc_core $(ls rust/*.rs rust/*.c | grep -v bindings_generated) "$build/rust/")
+(cd "$root" && mkdir -p "$build/rust" && cp -r Kbuild include "$build"/ &&
+	find probe_tx rust/tcp_hpcc rust/hpcc_core -maxdepth 1 \( -name '*.rs' -o -name '*.c' \) \
+		! -name bindings_generated.rs -print0 | xargs -0 cp --parents -t "$build"/)
 make -C "$kdir" M="$build" LLVM=1 modules >"$results/module-build.log" 2>&1 ||
 	{ tail -20 "$results/module-build.log"; summary 0 1 0; }
 make -C "$root/selftests" >/dev/null || summary 0 1 0

@@ -1,7 +1,7 @@
 //! The controller: every decision `hpcc` makes for a connection, as a pure
 //! function of what the connection shows.
 //!
-//! The kernel glue (`rust/cong_ops.rs`) reads a [`Conn`] (and the ACK's
+//! The kernel glue (`rust/tcp_hpcc/cong_ops.rs`) reads a [`Conn`] (and the ACK's
 //! [`RateSample`], the flow's newest validated [`Response`] and its
 //! [`SfcState`]) out of the socket, calls one method here, and applies the
 //! decision it gets back: cwnd, pacing rate, whether to probe, whether to

@@ -37,13 +37,13 @@
 //!   `W ≤ max_window`, an unclamped `W` implies `U ≥ eta·Wc/max_window`,
 //!   so the error can only grow large when `Wc` is below 2^-20 of
 //!   `max_window`. (Measured worst case against the `f64` model over 10^7
-//!   random events: see the closing note of rust/host/tests/prop.rs.)
+//!   random events: see the closing note of rust/hpcc_core/tests/prop.rs.)
 //! * Committed `Wc` keeps its 16 fractional bits, so rounding does not
 //!   accumulate as whole bytes across commits (≤ 2^-16 bytes per commit).
 //! * Pacing `R = W/T` uses a reciprocal `floor(10^9·2^32/T)` precomputed
 //!   per parameter set: below 2 bytes/s absolute error.
 //!
-//! The tests (rust/host/tests/prop.rs) compare against an `f64` model at
+//! The tests (rust/hpcc_core/tests/prop.rs) compare against an `f64` model at
 //! every event of random traces and report the worst relative error seen.
 
 /// Fractional bits of `U` and `u'`.

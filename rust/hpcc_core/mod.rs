@@ -1,7 +1,9 @@
 //! The HPCC++ core: pure, `no_std`, allocation-free, float-free.
 //!
-//! The kernel module compiles this directory as its `hpcc_core` module and
-//! the host crate `hpcc-core` (rust/host) compiles the same files for tests.
+//! The kernel crate (`rust/tcp_hpcc/`) compiles this directory as its
+//! `hpcc_core` module; `lib.rs` beside this file makes the same files the
+//! crate `hpcc-core` for the host tests (`tests/`) and tools
+//! (`rust/tools/`).
 //! Nothing here may depend on the kernel, allocate, use floating point, or
 //! panic on any input: arithmetic is checked, saturating or explicitly
 //! wrapping, and slices are read with `get`. There is no `u128` division.
@@ -49,7 +51,7 @@
 //! [`law::HpccFlow::on_sample`] with a [`law::Sample`].
 //!
 //! Cost of one update (release, x86-64, callgrind instructions /
-//! wall-clock on a busy 2-core host, `rust/bench/cost.sh`): 1 hop 494 Ir /
+//! wall-clock on a busy 2-core host, `rust/tools/bench/cost.sh`): 1 hop 494 Ir /
 //! 47 ns full-width, 806 Ir / 78 ns from the wire; 5 hops 1232 Ir / 103 ns
 //! full-width, 1840 Ir / 141 ns from the wire.
 

@@ -6,7 +6,7 @@
 use hpcc_core::knobs::{KnobInfo, Knobs, ACL_KNOB, TABLE};
 use std::path::PathBuf;
 
-const BEGIN: &str = "<!-- knobs: generated from rust/hpcc_core/knobs.rs (rust/host/tests/knobs_table.rs) -->";
+const BEGIN: &str = "<!-- knobs: generated from rust/hpcc_core/knobs.rs (rust/hpcc_core/tests/knobs_table.rs) -->";
 const END: &str = "<!-- knobs: end -->";
 
 fn row(k: &KnobInfo) -> String {

@@ -9,7 +9,7 @@
 //! * `hpcc-cost --callgrind --hops N --mode sample|wire --iters M` runs M
 //!   updates through the `#[inline(never)]` function `measured_update`,
 //!   for `valgrind --tool=callgrind --toggle-collect='*measured_update*'`
-//!   (see rust/bench/cost.sh).
+//!   (see rust/tools/bench/cost.sh).
 
 use std::hint::black_box;
 use std::time::Instant;

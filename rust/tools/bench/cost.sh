@@ -4,7 +4,7 @@
 # under callgrind (only inside `measured_update`, i.e. one on_sample/on_int
 # call including its inlined callees). Run from anywhere.
 set -eu
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 CARGO_BUILD_JOBS=1 cargo build -q --release -p hpcc-bench
 bin=target/release/hpcc-cost
 "$bin"

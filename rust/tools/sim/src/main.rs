@@ -1,7 +1,7 @@
 //! `hpcc-scenario`: runs the standard fluid scenarios and prints their
 //! figures (`-v`: per-RTT tables); `--trace` instead prints, as replay
 //! JSONL, the samples flow 0 receives in a short late-joiner run (the
-//! shipped example trace rust/replay/examples/trace.jsonl).
+//! shipped example trace rust/tools/replay/examples/trace.jsonl).
 
 use hpcc_core::knobs::Knobs;
 use hpcc_sim::module::{self, ModuleScenario};

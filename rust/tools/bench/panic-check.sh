@@ -4,7 +4,7 @@
 # routine or a u128 division intrinsic left in the generated code.
 # Prints the count; exits non-zero if any remain.
 set -eu
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 dir=${CARGO_TARGET_DIR:-target}/panic-check
 rm -f "$dir"/release/deps/hpcc_core-*.s
 CARGO_BUILD_JOBS=1 RUSTFLAGS="-C overflow-checks=on -C panic=abort" \

@@ -21,10 +21,11 @@ use kernel::prelude::*;
 mod bindings;
 mod cong_ops;
 mod flow;
+#[path = "../hpcc_core/mod.rs"]
 pub mod hpcc_core;
 mod netns;
 mod params;
-#[path = "../probe_tx/mod.rs"]
+#[path = "../../probe_tx/mod.rs"]
 mod probe_tx;
 mod sfc_rx;
 mod sock;
