@@ -160,10 +160,22 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--profile") {
         let name = args.get(i + 1).map(String::as_str).unwrap_or("");
-        let Some(k) = Knobs::profile(name) else {
+        let Some(mut k) = Knobs::profile(name) else {
             eprintln!("--profile {name:?}: expected module or drafts");
             std::process::exit(2);
         };
+        // --set KNOB=VALUE (repeatable): a module parameter, as sysfs takes it.
+        for kv in args.windows(2).filter(|w| w[0] == "--set").map(|w| &w[1]) {
+            let ok = kv.split_once('=').and_then(|(n, v)| Some(k.set(n, v.parse().ok()?)));
+            if ok != Some(true) {
+                eprintln!("--set {kv:?}: expected KNOB=VALUE with a module parameter's name");
+                std::process::exit(2);
+            }
+        }
+        if let Err(e) = k.validate() {
+            eprintln!("knobs refused: {}", e.describe());
+            std::process::exit(2);
+        }
         module_report(name, k, args.iter().any(|a| a == "-v"));
         return;
     }
