@@ -249,11 +249,10 @@ def inject(argv):
     print(json.dumps({"kind": kind, "sent": count}))
 
 
-def storm(argv):
-    secs, count = float(argv[0]), int(argv[1])
-    o = dict(zip(argv[2::2], argv[3::2]))
-    src, dst = o["--src"], o["--dst"]
-    pd, rd = int(o.get("--probe-dscp", "11")), int(o.get("--dscp", "15"))
+def storm_variants(src, dst, pd=W.DSCP_PROBE, rd=W.DSCP_RESPONSE):
+    """The storm's 768 packets (IP header on): every malformed variant of
+    probes and responses the parser knows, random bytes, and well-formed
+    ones for 4-tuples with no flow or socket."""
     variants = []
     for i in range(64):
         nonce = int.from_bytes(os.urandom(4), "big")
@@ -275,6 +274,15 @@ def storm(argv):
             (pd, os.urandom(PAYLOAD)),                    # random probe
         ]:
             variants.append(W.tcp_packet(src, dst, 1024 + i * 7, 5201 + i, dscp, pl))
+    return variants
+
+
+def storm(argv):
+    secs, count = float(argv[0]), int(argv[1])
+    o = dict(zip(argv[2::2], argv[3::2]))
+    src, dst = o["--src"], o["--dst"]
+    pd, rd = int(o.get("--probe-dscp", "11")), int(o.get("--dscp", "15"))
+    variants = storm_variants(src, dst, pd, rd)
     s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
     t0 = time.monotonic()
     sent, end, n = 0, t0 + secs, len(variants)

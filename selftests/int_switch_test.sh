@@ -528,7 +528,9 @@ ktap_check "route_change_alters_path_id" t_route_change
 t_route_change_flow() {
 	intsw_route a || return 1
 	iperf_server route
-	ip netns exec hpcc-s1 iperf3 -c 10.0.2.1 -p 5201 -t 3 -C cubic -J >"$RESULTS/int_switch.route.iperf3.json" 2>&1 &
+	# 5 s: at least 2 s left on path b however long the wait for a's
+	# queue takes on a slow host (3 s left 1.7 MB on b in one run).
+	ip netns exec hpcc-s1 iperf3 -c 10.0.2.1 -p 5201 -t 5 -C cubic -J >"$RESULTS/int_switch.route.iperf3.json" 2>&1 &
 	local client=$!
 	intsw_wait_busy hpcc-swa rcv 10 3000
 	sleep 0.5

@@ -64,57 +64,45 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hpcc_wire  # noqa: E402
+
+def _wire():
+    """selftests/hpcc_wire.py, imported when first needed (most calls of
+    this script never build or parse a probe)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import hpcc_wire
+    return hpcc_wire
 
 # ---- map layouts, read from selftests/int_switch.h ---------------------------
 
-def _layouts():
-    """ctypes structures of every struct int_sw_* in int_switch.h (natural
-    alignment, as the BPF program's), and its integer #defines."""
-    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "int_switch.h")).read()
-    defs = {n: int(v.rstrip("uUlL"), 0) for n, v in
-            re.findall(r"^#define\s+(INT_SW_\w+)\s+(0x[0-9a-fA-F]+[uU]?|\d+[uU]?)\b", text, re.M)}
-    ctype = {"__u64": ctypes.c_uint64, "__u32": ctypes.c_uint32, "__u16": ctypes.c_uint16,
-             "__u8": ctypes.c_uint8, "struct bpf_spin_lock": ctypes.c_uint32}
-    out = {}
-    for name, body in re.findall(r"^struct (int_sw_\w+) \{(.*?)^\};", text, re.M | re.S):
-        fields = []
+class Layout:
+    """One struct of int_switch.h as a precompiled struct.Struct, offsets by
+    the C rules the BPF program's layout follows (each field at a multiple
+    of its size, the struct padded to its largest field): its data fields
+    in order; the lock and padding are skipped. Decoding a map value must
+    be fast (read_port_timed brackets a read to 200 us under TCG), and so
+    must building this at import (every intsw.py call)."""
+
+    _TYPES = {"__u64": ("Q", 8), "__u32": ("I", 4), "__u16": ("H", 2), "__u8": ("B", 1),
+              "struct bpf_spin_lock": ("I", 4)}
+
+    def __init__(self, body, defs):
+        fmt, pos, align, self.fields = "<", 0, 1, []
         for typ, field, n in re.findall(r"^\s*(__u64|__u32|__u16|__u8|struct bpf_spin_lock)\s+(\w+)(?:\[(\w+)\])?;",
                                         body, re.M):
-            t = ctype[typ]
-            if n:
-                t = t * (int(n) if n.isdigit() else defs[n])
-            fields.append((field, t))
-        out[name] = type(name, (ctypes.Structure,), {"_fields_": fields})
-    return out, defs
-
-
-class Layout:
-    """One struct of int_switch.h as a precompiled struct.Struct (decoding
-    a map value must be fast: intsw.py times its map reads to 200 us under
-    TCG): its data fields in order; the lock and padding are skipped."""
-
-    _CODE = {ctypes.c_uint64: "Q", ctypes.c_uint32: "I", ctypes.c_uint16: "H", ctypes.c_uint8: "B"}
-
-    def __init__(self, st):
-        fmt, pos, self.fields = "<", 0, []
-        for f, t in st._fields_:
-            off, size = getattr(st, f).offset, ctypes.sizeof(t)
-            fmt += "%dx" % (off - pos) if off > pos else ""
-            if f == "lock" or f.startswith("_"):
-                fmt += "%dx" % size
-            elif issubclass(t, ctypes.Array):
-                fmt += "%ds" % size if t._type_ is ctypes.c_uint8 else "%d%s" % (t._length_, self._CODE[t._type_])
-                self.fields.append(f)
-            else:
-                fmt += self._CODE[t]
-                self.fields.append(f)
-            pos = off + size
-        fmt += "%dx" % (ctypes.sizeof(st) - pos) if ctypes.sizeof(st) > pos else ""
-        self.st = struct.Struct(fmt)
+            code, size = self._TYPES[typ]
+            count = (int(n) if n.isdigit() else defs[n]) if n else 1
+            pad = -pos % size
+            fmt += "%dx" % pad if pad else ""
+            pos += pad + size * count
+            align = max(align, size)
+            if field == "lock" or field.startswith("_"):
+                fmt += "%dx" % (size * count)
+                continue
+            fmt += ("%ds" % count if code == "B" else "%d%s" % (count, code)) if n else code
+            self.fields.append(field)
+        pad = -pos % align
+        self.st = struct.Struct(fmt + ("%dx" % pad if pad else ""))
         self.size = self.st.size
-        assert self.size == ctypes.sizeof(st), fmt
 
     def unpack(self, raw):
         """A map value as {field: value} (byte arrays as bytes)."""
@@ -131,9 +119,17 @@ class Layout:
                               for f in self.fields])
 
 
+def _layouts():
+    """Every struct int_sw_* of int_switch.h as a Layout, and its integer
+    #defines."""
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "int_switch.h")).read()
+    defs = {n: int(v.rstrip("uU"), 0) for n, v in
+            re.findall(r"^#define\s+(INT_SW_\w+)\s+(0x[0-9a-fA-F]+[uU]?|\d+[uU]?)\b", text, re.M)}
+    return {n: Layout(b, defs) for n, b in re.findall(r"^struct (int_sw_\w+) \{(.*?)^\};", text, re.M | re.S)}, defs
+
+
 _S, _D = _layouts()
-CFG, PORT, HIST, LOG, SFC_CFG, SFC = (Layout(_S["int_sw_" + n])
-                                      for n in ("cfg", "port", "hist", "log_rec", "sfc_cfg", "sfc"))
+CFG, PORT, HIST, LOG, SFC_CFG, SFC = (_S["int_sw_" + n] for n in ("cfg", "port", "hist", "log_rec", "sfc_cfg", "sfc"))
 CFG_FIELDS, PORT_FIELDS, SFC_CFG_FIELDS, SFC_FIELDS = (x.fields for x in (CFG, PORT, SFC_CFG, SFC))
 HIST_BUCKETS = _D["INT_SW_HIST_BUCKETS"]
 HIST_BUCKET_DEFAULT = _D["INT_SW_HIST_BUCKET_DEFAULT"]
@@ -288,7 +284,7 @@ def stats(port):
         "ecn_k_bytes": cfg["ecn_k_bytes"],
         "switch_id": cfg["switch_id"],
         "speed_code": cfg["speed_code"],
-        "unit_shift": hpcc_wire.unit_shift(cfg["speed_code"]),
+        "unit_shift": _wire().unit_shift(cfg["speed_code"]),
         "backlog_bytes": backlog_bytes(cfg, p, now),
         "hist_bucket_bytes": width,
         "hist_samples": sum(hist),
@@ -518,7 +514,7 @@ def probe(argv):
     # 20-byte TCP header reach the socket: under a bulk flow python could
     # not keep up with every frame.
     cbpf = struct.pack("<HBBI", 0x20, 0, 0, 14 + 20 + 20)          # ld [54]
-    cbpf += struct.pack("<HBBI", 0x15, 0, 1, hpcc_wire.MAGIC)      # jeq MAGIC
+    cbpf += struct.pack("<HBBI", 0x15, 0, 1, _wire().MAGIC)        # jeq MAGIC
     cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0xffff)               # ret all
     cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0)                    # ret 0
     prog = ctypes.create_string_buffer(cbpf, len(cbpf))
@@ -530,13 +526,14 @@ def probe(argv):
     setns(a.src_ns)
     tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     _libc.setns(me, CLONE_NEWNET)
-    ptype = hpcc_wire.T_PROBE if a.type == "probe" else hpcc_wire.T_RESPONSE
+    ptype = _wire().T_PROBE if a.type == "probe" else _wire().T_RESPONSE
     want = {a.nonce + i for i in range(a.count)}
     sent = {}
     got = []
     for i in range(a.count):
-        stack = hpcc_wire.int_stack(a.nhop, a.path_id, bytes([a.fill]) * (hpcc_wire.MAX_HOPS * hpcc_wire.HOP_LEN))
-        pkt = hpcc_wire.packet(ptype, a.src, a.dst, a.sport, a.dport, a.dscp, a.nonce + i, 1000 * i, stack)
+        w = _wire()
+        stack = w.int_stack(a.nhop, a.path_id, bytes([a.fill]) * (w.MAX_HOPS * w.HOP_LEN))
+        pkt = w.packet(ptype, a.src, a.dst, a.sport, a.dport, a.dscp, a.nonce + i, 1000 * i, stack)
         sent[a.nonce + i] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         tx.sendto(pkt, (a.dst, 0))
         time.sleep(a.gap)
@@ -546,7 +543,7 @@ def probe(argv):
             frame = rx.recv(4096)
         except socket.timeout:
             continue
-        pr = hpcc_wire.parse_frame(frame)
+        pr = _wire().parse_frame(frame)
         if pr and pr["nonce"] in want:
             want.discard(pr["nonce"])
             pr["t_rx_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
