@@ -10,10 +10,16 @@
 //!   updates through the `#[inline(never)]` function `measured_update`,
 //!   for `valgrind --tool=callgrind --toggle-collect='*measured_update*'`
 //!   (see rust/tools/bench/cost.sh).
+//! * `hpcc-cost --callgrind --hops N --mode ack|ack-wire --iters M`: the
+//!   same through `measured_ack`, one call of the module's controller
+//!   (`SockCtl::on_ack` with the module's knobs), without and with a new
+//!   response carrying the wire stack.
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use hpcc_core::control::{AckDecision, Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
+use hpcc_core::knobs::Knobs;
 use hpcc_core::law::{HopSample, HpccFlow, Outcome, Sample};
 use hpcc_core::params::{HpccConfig, HpccParams};
 use hpcc_core::wire::{self, IntStack, RawHop};
@@ -89,6 +95,50 @@ fn measured_update(f: &mut HpccFlow, p: &HpccParams, r: &Ring, i: usize, mode: M
     }
 }
 
+/// One ACK through the controller; kept out of line for callgrind.
+#[inline(never)]
+fn measured_ack(s: &mut SockCtl, f: &mut FlowCtl, k: &Knobs, r: &Ring, i: usize, response: bool) -> AckDecision {
+    let c = Conn {
+        now_ns: r.now[i],
+        mss: 1448,
+        cwnd: 86,
+        ssthresh: 86,
+        srtt_us: 10,
+        min_rtt_us: 10,
+        packets_out: 80,
+        in_flight: 80,
+        snd_nxt: r.nxt[i],
+        in_reduction: false,
+        cwnd_limited: true,
+    };
+    let rs = RateSample { delivered: 86, interval_us: 10, prior_in_flight: 80, acked_sacked: 2, app_limited: false };
+    let len = wire::encoded_len(r.hops);
+    let resp = Response { rx_ns: r.now[i], snd_nxt: r.ack[i], int: &r.wire[i][..len] };
+    s.on_ack(k, &c, Some(&rs), Some((f, response.then_some(&resp), &SfcState::default())))
+}
+
+/// Runs `iters` ACKs through the controller (every one with a response,
+/// or none); returns elapsed ns.
+fn drive_ack(r: &Ring, response: bool, iters: usize) -> f64 {
+    let k = Knobs::DEFAULT;
+    let c = Conn { mss: 1448, cwnd: 10, min_rtt_us: 10, srtt_us: 10, ..Conn::default() };
+    let (mut s0, _) = SockCtl::init(&k, &c, false);
+    let mut f0 = FlowCtl::new(&k, &c).expect("valid knobs");
+    measured_ack(&mut s0, &mut f0, &k, r, 0, true);
+    let (mut s, mut f) = (s0, f0.clone());
+    let start = Instant::now();
+    let mut i = 1;
+    for _ in 0..iters {
+        if i == RING {
+            (s, f) = (s0, f0.clone());
+            i = 1;
+        }
+        black_box(measured_ack(black_box(&mut s), &mut f, &k, r, black_box(i), response));
+        i += 1;
+    }
+    start.elapsed().as_nanos() as f64
+}
+
 fn params() -> HpccParams {
     HpccConfig {
         base_rtt_ns: T,
@@ -130,8 +180,13 @@ fn main() {
     if args.iter().any(|a| a == "--callgrind") {
         let hops: usize = get("--hops").and_then(|v| v.parse().ok()).unwrap_or(1);
         let iters: usize = get("--iters").and_then(|v| v.parse().ok()).unwrap_or(100_000);
-        let mode = if get("--mode").as_deref() == Some("wire") { Mode::Wire } else { Mode::Sample };
         let r = build(hops);
+        if let Some(m @ ("ack" | "ack-wire")) = get("--mode").as_deref() {
+            drive_ack(&r, m == "ack-wire", iters);
+            println!("calls {}", iters + 1);
+            return;
+        }
+        let mode = if get("--mode").as_deref() == Some("wire") { Mode::Wire } else { Mode::Sample };
         let (_, ok) = drive(&r, &p, mode, iters);
         // `drive` calls measured_update once more, for the recording sample.
         println!("calls {}", iters + 1);
@@ -151,6 +206,11 @@ fn main() {
                 ok = k;
             }
             println!("{hops:4}  {name:28} {best:8.1}                       {:.3}", ok as f64 / iters as f64);
+        }
+        for (response, name) in [(false, "controller, ACK alone"), (true, "controller, ACK + response")] {
+            let iters = 1 << 20;
+            let best = (0..7).map(|_| drive_ack(&r, response, iters) / iters as f64).fold(f64::MAX, f64::min);
+            println!("{hops:4}  {name:28} {best:8.1}");
         }
     }
 }
