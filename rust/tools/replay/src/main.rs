@@ -19,6 +19,7 @@ use std::process::ExitCode;
 
 use hpcc_core::fixed::{ETA_SCALE, U_ONE};
 use hpcc_core::law::{Event, HopSample, HpccFlow, Sample};
+use hpcc_core::knobs::Knobs;
 use hpcc_core::params::{HpccConfig, Mode};
 use hpcc_ref::{RefFlow, RefParams};
 use serde_json::{Map, Value};
@@ -26,6 +27,12 @@ use serde_json::{Map, Value};
 const USAGE: &str = "\
 usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
 
+  --profile module|drafts  the starting point of the flags below: the law as
+                           tcp_hpcc.ko runs it with its default parameters
+                           (module, the default; windows for --mss) or the
+                           drafts' law (drafts); later flags override it
+  --mss N                  segment size for the module profile's window
+                           bounds (default 1448)
   --base-rtt-ns N          base RTT T in ns, 1..=1000000000 (default 5000)
   --eta DEC                target utilization in (0, 1], a decimal with at
                            most 6 fractional digits, e.g. 0.95 (default 0.95)
@@ -81,8 +88,29 @@ fn parse_eta(s: &str) -> Result<u32, String> {
     u32::try_from(ppm).map_err(|_| format!("--eta {s:?}: must be in (0, 1]"))
 }
 
+/// The law's configuration of a profile (see `--profile`) for T = 5 us.
+fn profile(name: &str, mss: u32) -> Result<HpccConfig, String> {
+    match name {
+        "module" => Ok(Knobs::DEFAULT.hpcc(mss, HpccConfig::DEFAULT.base_rtt_ns)),
+        "drafts" => Ok(HpccConfig::DEFAULT),
+        _ => Err(format!("--profile {name:?}: expected module or drafts")),
+    }
+}
+
 fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
-    let mut c = HpccConfig::DEFAULT;
+    // The profile first, whatever its position: the other flags override it.
+    let flag = |name: &str| {
+        args.iter().enumerate().find_map(|(i, a)| match a.split_once('=') {
+            Some((f, v)) if f == name => Some(v.to_string()),
+            _ if a == name => args.get(i + 1).cloned(),
+            _ => None,
+        })
+    };
+    let mss = match flag("--mss") {
+        Some(v) => v.parse::<u32>().ok().filter(|&m| m > 0).ok_or_else(|| format!("--mss {v:?}: expected a positive integer"))?,
+        None => 1448,
+    };
+    let mut c = profile(flag("--profile").as_deref().unwrap_or("module"), mss)?;
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
@@ -107,6 +135,7 @@ fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
             u32::try_from(num(name)?).map_err(|_| format!("{name} {value:?}: too large"))
         };
         match flag {
+            "--profile" | "--mss" => {}
             "--base-rtt-ns" => c.base_rtt_ns = num(flag)?,
             "--eta" => c.eta_ppm = parse_eta(&value)?,
             "--max-stage" => c.max_stage = num32(flag)?,
@@ -282,7 +311,7 @@ mod tests {
 
     #[test]
     fn flags_override_defaults() {
-        let a: Vec<String> = "--base-rtt-ns 12000 --eta=0.9 --max-stage 0 --wai-bytes 100 --init-window-bytes 20000 \
+        let a: Vec<String> = "--profile drafts --base-rtt-ns 12000 --eta=0.9 --max-stage 0 --wai-bytes 100 --init-window-bytes 20000 \
                               --min-window-bytes 10 --max-window-bytes 40000 --mode receiver --flows 3"
             .split_whitespace()
             .map(String::from)

@@ -9,9 +9,10 @@ use hpcc_core::params::HpccConfig;
 use serde_json::Value;
 
 const TRACE: &str = include_str!("../examples/trace.jsonl");
-/// Parameters the example trace was produced with (hpcc-scenario --trace).
+/// Parameters the example trace was produced with (hpcc-scenario --trace):
+/// the drafts' law.
 const FLAGS: &[&str] = &[
-    "--base-rtt-ns", "10000", "--eta", "0.95", "--max-stage", "5", "--flows", "16",
+    "--profile", "drafts", "--base-rtt-ns", "10000", "--eta", "0.95", "--max-stage", "5", "--flows", "16",
     "--init-window-bytes", "125000", "--min-window-bytes", "1500", "--max-window-bytes", "500000",
 ];
 
@@ -167,4 +168,55 @@ fn bad_flags_print_usage_and_fail() {
     let o = replay(&["--help"], "");
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("--base-rtt-ns"));
+}
+
+#[test]
+fn module_profile_is_the_default_and_is_the_module_law() {
+    use hpcc_core::knobs::Knobs;
+    use hpcc_core::law::{HpccFlow, Sample};
+    let flags = ["--base-rtt-ns", "10000", "--init-window-bytes", "125000", "--max-window-bytes", "500000"];
+    let o = replay(&flags, TRACE);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = lines(&o);
+    let explicit = lines(&replay(&[&["--profile", "module"][..], &flags[..]].concat(), TRACE));
+    assert_eq!(out, explicit, "module is the default profile");
+    // The module's law: its knobs' configuration, with the flags' values.
+    let p = HpccConfig {
+        base_rtt_ns: 10_000,
+        init_window_bytes: 125_000,
+        max_window_bytes: 500_000,
+        ..Knobs::DEFAULT.hpcc(1448, 10_000)
+    }
+    .validate()
+    .unwrap();
+    assert!(p.config().max_increase_pct == 110 && !p.config().qlen_min_filter, "module knobs");
+    let mut f = HpccFlow::new(&p);
+    for (line, v) in TRACE.lines().zip(&out) {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let hops: Vec<_> = e["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| hpcc_core::law::HopSample {
+                rate_bps: h["rate_bps"].as_u64().unwrap(),
+                ts_ns: h["ts_ns"].as_u64().unwrap(),
+                tx_bytes: h["tx_bytes"].as_u64().unwrap(),
+                qlen_bytes: h["qlen_bytes"].as_u64().unwrap(),
+            })
+            .collect();
+        let r = f.on_sample(
+            &p,
+            &Sample {
+                now_ns: e["now_ns"].as_u64().unwrap(),
+                ack_seq: e["ack_seq"].as_u64().unwrap() as u32,
+                snd_nxt: e["snd_nxt"].as_u64().unwrap() as u32,
+                path_id: e["path_id"].as_u64().unwrap() as u16,
+                hops: &hops,
+            },
+        );
+        assert_eq!(v["window_bytes"].as_u64().unwrap(), u64::from(r.window_bytes));
+    }
+    // And it is not the drafts' law on this trace.
+    let drafts = lines(&replay(&[&["--profile", "drafts"][..], &flags[..]].concat(), TRACE));
+    assert_ne!(out, drafts);
 }

@@ -1,7 +1,13 @@
-//! `hpcc-scenario`: runs the standard fluid scenarios and prints their
-//! figures (`-v`: per-RTT tables); `--trace` instead prints, as replay
-//! JSONL, the samples flow 0 receives in a short late-joiner run (the
-//! shipped example trace rust/tools/replay/examples/trace.jsonl).
+//! `hpcc-scenario`: the fluid model's figures (`-v`: per-RTT tables).
+//!
+//! * default, or `--profile module|drafts [--set KNOB=VALUE ...]`: every
+//!   sender runs the module's controller with that profile's knobs, on the
+//!   VM bench's path (one flow; 3 flows and a 4th joining);
+//! * `--law`: the drafts' law alone on the standard 100 Gb/s scenarios
+//!   (per-ACK samples, no probes);
+//! * `--trace`: prints, as replay JSONL, the samples flow 0 receives in a
+//!   short late-joiner run (the shipped example trace
+//!   rust/tools/replay/examples/trace.jsonl).
 
 use hpcc_core::knobs::Knobs;
 use hpcc_sim::module::{self, ModuleScenario};
@@ -158,8 +164,10 @@ fn table_bdp(r: &Run, every: usize, bdp: f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(i) = args.iter().position(|a| a == "--profile") {
-        let name = args.get(i + 1).map(String::as_str).unwrap_or("");
+    if !args.iter().any(|a| a == "--law" || a == "--trace") {
+        let name = args.iter().position(|a| a == "--profile").map_or("module", |i| {
+            args.get(i + 1).map_or("", String::as_str)
+        });
         let Some(mut k) = Knobs::profile(name) else {
             eprintln!("--profile {name:?}: expected module or drafts");
             std::process::exit(2);
