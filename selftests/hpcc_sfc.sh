@@ -26,7 +26,10 @@
 #  6. sfc_scope 1: a cubic flow and a UDP flow are paused at egress (their
 #     packets get departure times); without sch_fq on the sender the
 #     module says so once and counts it;
-#  7. no kernel warning.
+#  7. no collateral: an hpcc flow through an uncongested port beside a
+#     signalled one receives no signal and carries what it does alone
+#     (within 5%);
+#  8. no kernel warning.
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
@@ -43,7 +46,7 @@ PORT=9000
 require_root_and_vm
 require_tools ip tc bpftool python3 modprobe
 
-ktap_header 7
+ktap_header 8
 mkdir -p "$OUT"
 cleanup() {
 	echo 0 >"$P/sfc_enable" 2>/dev/null
@@ -300,6 +303,41 @@ t_scope() {
 	return $ok
 }
 ktap_check_v "scope_all_pauses_other_flows_at_egress" t_scope
+
+# 7. No collateral: an hpcc flow through an uncongested port (hpcc-rcv ->
+# hpcc-s1, app-limited at 2 Mbit/s) beside one that makes the bottleneck
+# signal (SFC on, the switch in sfc_acl): 0 signals reach its sender, and
+# it carries what it carries alone, within 5%.
+FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+rev_flow() { # rev_flow TAG: the reverse flow for 3 s; prints its Mbit/s
+	ip netns exec hpcc-s1 python3 "$FLOW" serve 9100 --once --quiet >/dev/null &
+	local k=$!
+	wait_listening hpcc-s1 "sport = :9100" 1 || return 1
+	ip netns exec hpcc-rcv python3 "$FLOW" send 10.1.1.1 9100 3 --cc hpcc --maxrate 2 >"$OUT/rev.$1.json" || return 1
+	wait $k
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mbps"])' "$OUT/rev.$1.json"
+}
+rcv_received() { ip netns exec hpcc-rcv cat /proc/net/hpcc_stat | awk '$1 == "sfc_received" { print $2 }'; }
+t_collateral() {
+	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
+	intsw_sfc hpcc-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
+	local alone busy r0 r1 sent
+	alone=$(rev_flow alone) || return 1
+	intsw_reset hpcc-sw1 rcv
+	r0=$(rcv_received)
+	flow collateral 5 &
+	local f=$!
+	sleep 1
+	busy=$(rev_flow busy) || return 1
+	wait $f
+	r1=$(rcv_received)
+	sent=$(intsw_get hpcc-sw1 rcv sfc_signals_sent)
+	echo "reverse flow alone $alone Mbit/s, beside the signalled one $busy Mbit/s; the switch sent" \
+		"$sent signals, the reverse flow's sender received $((r1 - r0))"
+	[ "$sent" -gt 0 ] && [ $((r1 - r0)) -eq 0 ] &&
+		python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(b - a) <= 0.05 * a else 1)' "$alone" "$busy"
+}
+ktap_check_v "no_collateral_on_an_uncongested_path" t_collateral
 
 t_dmesg() {
 	dmesg >"$OUT/dmesg.txt" 2>&1
