@@ -15,21 +15,9 @@ use hpcc_sim::{equilibrium_util, fair_rtt, incast, jain, late_joiner, mean, run,
 
 const BDP: f64 = 125_000.0;
 
+/// The per-RTT table on the standard 100 Gb/s scenarios.
 fn table(r: &Run, every: usize) {
-    println!("  rtt   util  queue_mean/BDP  queue_max/BDP  Gb/s per flow   windows");
-    for (k, s) in r.rtts.iter().enumerate() {
-        if k % every == 0 || k < 6 {
-            let gbps: Vec<String> = s.flow_bps.iter().map(|b| format!("{:6.2}", b / 1e9)).collect();
-            println!(
-                "  {k:4} {:6.3} {:14.4} {:14.4}  {}  {:?}",
-                s.util,
-                s.queue_mean / BDP,
-                s.queue_max / BDP,
-                gbps.join(" "),
-                s.window
-            );
-        }
-    }
+    table_in(r, every, BDP, "Gb/s", 1e9);
 }
 
 fn shares(r: &Run, from: usize, to: usize) -> Vec<f64> {
@@ -145,17 +133,24 @@ fn module_report(name: &str, k: Knobs, verbose: bool) {
     );
 }
 
+/// The per-RTT table on the VM bench's path (BDP `bdp`, Mb/s).
 fn table_bdp(r: &Run, every: usize, bdp: f64) {
-    println!("  rtt   util  queue_mean/BDP  queue_max/BDP  Mb/s per flow   windows");
+    table_in(r, every, bdp, "Mb/s", 1e6);
+}
+
+/// Per-RTT utilization, queue in BDPs, rates per flow in `unit` (bits/s
+/// divided by `scale`) and windows: every `every`th RTT and the first 6.
+fn table_in(r: &Run, every: usize, bdp: f64, unit: &str, scale: f64) {
+    println!("  rtt   util  queue_mean/BDP  queue_max/BDP  {unit} per flow   windows");
     for (k, s) in r.rtts.iter().enumerate() {
         if k % every == 0 || k < 6 {
-            let mbps: Vec<String> = s.flow_bps.iter().map(|b| format!("{:6.2}", b / 1e6)).collect();
+            let rates: Vec<String> = s.flow_bps.iter().map(|b| format!("{:6.2}", b / scale)).collect();
             println!(
                 "  {k:4} {:6.3} {:14.4} {:14.4}  {}  {:?}",
                 s.util,
                 s.queue_mean / bdp,
                 s.queue_max / bdp,
-                mbps.join(" "),
+                rates.join(" "),
                 s.window
             );
         }
