@@ -229,6 +229,9 @@ int hpcc_flow_insert(struct hpcc_flow_hdr *h);
 void hpcc_flow_remove(struct hpcc_flow_hdr *h);
 /* The object with @key, or NULL. The caller holds rcu_read_lock(). */
 struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key);
+/* Calls @fn(@arg, h) for every published object, under rcu_read_lock()
+ * (@fn must not sleep); during a resize an object may come twice. */
+void hpcc_flows_walk(void (*fn)(void *arg, struct hpcc_flow_hdr *h), void *arg);
 /* call_rcu(&h->rcu, hpcc_flow_free_rcu). */
 void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h);
 

@@ -295,10 +295,12 @@ unsafe extern "C" fn hpcc_cong_control(
                     let until = flow.sfc.pause_until_ns.swap(0, Relaxed);
                     if until != 0 {
                         tp.pause_until(until);
+                        flow.view.set_pause(until);
                     }
                 }
                 if let Some(t) = &d.trace {
                     tp.trace_sample(&trace_rec(t));
+                    flow.view.set_sample(t, mail.as_ref().map_or(c.now_ns, |m| m.rx_ns));
                 }
                 if d.probe {
                     send_probe(tp, flow, ctl, c.now_ns);
@@ -307,8 +309,11 @@ unsafe extern "C" fn hpcc_cong_control(
             }
             None => tp.ca::<CaState>().ctl.on_ack(&k, &c, rs.as_ref(), None),
         };
-        tp.set_cwnd(d.cwnd);
-        tp.set_pacing_rate(d.pacing_rate);
+        let cwnd = tp.set_cwnd(d.cwnd);
+        let rate = tp.set_pacing_rate(d.pacing_rate);
+        if let Some(flow) = flow {
+            flow.view.set_applied(cwnd, rate);
+        }
         if let Some(net) = tp.net() {
             for n in d.notes.iter() {
                 inc(net, counter(n));
@@ -351,7 +356,11 @@ static OPS: OpsCell = OpsCell(UnsafeCell::new(bindings::tcp_congestion_ops {
     cwnd_event: Some(hpcc_cwnd_event),
     min_tso_segs: Some(hpcc_min_tso_segs),
     name: ca_name(),
-    flags: bindings::TCP_CONG_NON_RESTRICTED,
+    // Restricted, like dctcp: hpcc sends probes and needs the fabric's
+    // support, so only CAP_NET_ADMIN or an admin's entry in
+    // net.ipv4.tcp_allowed_congestion_control (which sets
+    // TCP_CONG_NON_RESTRICTED here) lets a socket or a netns choose it.
+    flags: 0,
     ..ZEROED_OPS
 }));
 

@@ -31,7 +31,7 @@
 use crate::bindings;
 use crate::hpcc_core::flowhash;
 use crate::hpcc_core::guard::{admit_flow, Admit};
-use crate::hpcc_core::control::FlowCtl;
+use crate::hpcc_core::control::{FlowCtl, TraceSample};
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
 use crate::netns::NetRef;
 use crate::stats::{inc, Counter};
@@ -209,6 +209,72 @@ impl SfcMail {
     }
 }
 
+/// What `/proc/net/hpcc_flows` shows of a flow (`diag`): written by the
+/// congestion-control hooks (and the SFC hook's pause), read by the
+/// listing without the socket lock. Each field is one relaxed atomic, so a
+/// line may mix two consecutive ACKs' values, never a torn value.
+pub(crate) struct FlowView {
+    /// cwnd as set by the last ACK, segments.
+    pub(crate) cwnd: AtomicU32,
+    /// Pacing rate as set by the last ACK, bytes/s.
+    pub(crate) pacing_rate: AtomicU64,
+    /// Of the last telemetry sample: U, ppm.
+    pub(crate) u_ppm: AtomicU32,
+    /// W, bytes.
+    pub(crate) window: AtomicU32,
+    /// Wc, bytes.
+    pub(crate) wc: AtomicU32,
+    /// T, µs.
+    pub(crate) base_rtt_us: AtomicU32,
+    /// incStage, hops of the path and the most loaded hop, one byte each
+    /// (`stage | hops << 8 | hop << 16`).
+    pub(crate) stage_hops: AtomicU32,
+    /// Host clock (ns) when the last sample's response arrived (0: none).
+    pub(crate) sample_ns: AtomicU64,
+    /// Departure clock target of the latest SFC pause, ns (0: none).
+    pub(crate) pause_until_ns: AtomicU64,
+}
+
+impl FlowView {
+    const fn new() -> Self {
+        Self {
+            cwnd: AtomicU32::new(0),
+            pacing_rate: AtomicU64::new(0),
+            u_ppm: AtomicU32::new(0),
+            window: AtomicU32::new(0),
+            wc: AtomicU32::new(0),
+            base_rtt_us: AtomicU32::new(0),
+            stage_hops: AtomicU32::new(0),
+            sample_ns: AtomicU64::new(0),
+            pause_until_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Records what an ACK set.
+    #[inline]
+    pub(crate) fn set_applied(&self, cwnd: u32, pacing_rate: u64) {
+        self.cwnd.store(cwnd, Relaxed);
+        self.pacing_rate.store(pacing_rate, Relaxed);
+    }
+
+    /// Records a telemetry sample (the tracepoint's record of it) and when
+    /// its response arrived.
+    pub(crate) fn set_sample(&self, t: &TraceSample, rx_ns: u64) {
+        self.u_ppm.store(t.u_ppm, Relaxed);
+        self.window.store(t.window, Relaxed);
+        self.wc.store(t.wc, Relaxed);
+        self.base_rtt_us.store(t.base_rtt_us, Relaxed);
+        let packed = u32::from(t.inc_stage) | u32::from(t.n_hops) << 8 | u32::from(t.hop) << 16;
+        self.stage_hops.store(packed, Relaxed);
+        self.sample_ns.store(rx_ns, Relaxed);
+    }
+
+    /// Records a pause applied to the flow's departure clock.
+    pub(crate) fn set_pause(&self, until_ns: u64) {
+        self.pause_until_ns.fetch_max(until_ns, Relaxed);
+    }
+}
+
 /// The congestion-control hooks' part: the controller's per-flow state.
 pub(crate) type Owned = FlowCtl;
 
@@ -237,6 +303,7 @@ pub(crate) struct FlowObj {
     pub(crate) nonces: NonceRing,
     pub(crate) mailbox: Mailbox,
     pub(crate) sfc: SfcMail,
+    pub(crate) view: FlowView,
     owned: UnsafeCell<Owned>,
 }
 
@@ -301,6 +368,7 @@ impl FlowObj {
                 nonces: NonceRing::new(),
                 mailbox: Mailbox::new(),
                 sfc: SfcMail::new(),
+                view: FlowView::new(),
                 owned: UnsafeCell::new(owned),
             })
         };
@@ -321,6 +389,16 @@ impl FlowObj {
                 Err(NoState::NoMemory)
             }
         }
+    }
+
+    /// The netns and 4-tuple the object is published under.
+    pub(crate) fn key(&self) -> (NetRef, Tuple) {
+        // SAFETY: `key` is written before publication and never after
+        // (only `node` and `rcu` are); it is read through the raw pointer,
+        // without a reference to the header's mutable members.
+        let k = unsafe { core::ptr::addr_of!((*self.hdr.get()).key).read() };
+        let t = Tuple { saddr: k.saddr, daddr: k.daddr, sport: u16::from_be(k.sport), dport: u16::from_be(k.dport) };
+        (self.net, t)
     }
 
     /// Whether this object belongs to socket `sk`.

@@ -317,6 +317,25 @@ struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key)
 	return rhashtable_lookup(&hpcc_flows, key, hpcc_flow_params);
 }
 
+void hpcc_flows_walk(void (*fn)(void *arg, struct hpcc_flow_hdr *h), void *arg)
+{
+	struct rhashtable_iter iter;
+	struct hpcc_flow_hdr *h;
+
+	rhashtable_walk_enter(&hpcc_flows, &iter);
+	rhashtable_walk_start(&iter);
+	while ((h = rhashtable_walk_next(&iter))) {
+		if (IS_ERR(h)) {
+			if (PTR_ERR(h) == -EAGAIN)
+				continue; /* a resize: go on, maybe seeing some twice */
+			break;
+		}
+		fn(arg, h);
+	}
+	rhashtable_walk_stop(&iter);
+	rhashtable_walk_exit(&iter);
+}
+
 void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h)
 {
 	call_rcu(&h->rcu, hpcc_flow_free_rcu);

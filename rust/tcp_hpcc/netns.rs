@@ -6,12 +6,13 @@
 //! `size`), a [`NetState`]: its event counters (per CPU, summed on read),
 //! the number of flow objects it holds and how many of those wait for their
 //! RCU free. On creation of a netns the module also registers its
-//! netfilter hook there (`probe_tx`) and creates `/proc/net/hpcc_stat`
-//! (mode 0400: the netns's root only; each netns sees its own counters).
+//! netfilter hook there (`probe_tx`) and creates `/proc/net/hpcc_stat` and
+//! `/proc/net/hpcc_flows` (mode 0400: the netns's root only; each netns
+//! sees its own counters and flows).
 
 use crate::bindings;
 use crate::hpcc_core::sfc::{PauseTable, TokenBucket};
-use crate::stats;
+use crate::{diag, stats};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
 use core::mem::MaybeUninit;
@@ -114,7 +115,15 @@ unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     // SAFETY: `net` is being initialised; the name is a 'static C string
     // and the show function lives as long as the module (the entry is
     // removed in exit, before the module can go).
-    let err = unsafe { bindings::hpcc_proc_create(net, PROC_NAME.as_ptr(), Some(stats::show)) };
+    let mut err = unsafe { bindings::hpcc_proc_create(net, PROC_NAME.as_ptr(), Some(stats::show)) };
+    if err == 0 {
+        // SAFETY: as above, for the flow listing.
+        err = unsafe { bindings::hpcc_proc_create(net, diag::PROC_NAME.as_ptr(), Some(diag::show)) };
+        if err != 0 {
+            // SAFETY: created just above.
+            unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
+        }
+    }
     if err != 0 {
         st.counters.store(core::ptr::null_mut(), Relaxed);
         // SAFETY: allocated above and never shared.
@@ -124,8 +133,11 @@ unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     // SAFETY: see `crate::probe_tx::register_hooks`.
     let err = unsafe { crate::probe_tx::register_hooks(net) };
     if err != 0 {
-        // SAFETY: created above.
-        unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
+        // SAFETY: both created above.
+        unsafe {
+            bindings::hpcc_proc_remove(net, diag::PROC_NAME.as_ptr());
+            bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr());
+        }
         st.counters.store(core::ptr::null_mut(), Relaxed);
         // SAFETY: allocated above; the proc file that read it is gone.
         unsafe { bindings::hpcc_pcpu_free(counters) };
@@ -138,7 +150,10 @@ unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
     // SAFETY: registered in `net` by `pernet_init`.
     unsafe { crate::probe_tx::unregister_hooks(net) };
     // SAFETY: created by `pernet_init`; removal waits for open readers.
-    unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
+    unsafe {
+        bindings::hpcc_proc_remove(net, diag::PROC_NAME.as_ptr());
+        bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr());
+    }
     let st = n.state();
     // Flow objects of this netns still waiting for their RCU free touch
     // `st` when freed: let them finish before the netns core frees it.

@@ -231,6 +231,9 @@ unsafe fn apply(
             Some(rules.check_flow(s, Some(sk.window())).map(|pause| {
                 let until = now.saturating_add(pause);
                 let applied = sk.pause_until(until);
+                if applied {
+                    flow.view.set_pause(until);
+                }
                 flow.sfc.put(s.qlen, s.speed, (!applied).then_some(until));
                 (if applied { Counter::SfcApplied } else { Counter::SfcDeferred }, pause)
             }))

@@ -71,11 +71,14 @@ impl<'a> TcpSock<'a> {
         get!(self, snd_cwnd)
     }
 
-    /// Sets `snd_cwnd`, kept within `[1, snd_cwnd_clamp]` as TCP requires.
+    /// Sets `snd_cwnd`, kept within `[1, snd_cwnd_clamp]` as TCP requires;
+    /// returns the value set.
     #[inline]
-    pub(crate) fn set_cwnd(&mut self, segs: u32) {
+    pub(crate) fn set_cwnd(&mut self, segs: u32) -> u32 {
         let clamp = get!(self, snd_cwnd_clamp).max(1);
-        set!(self, segs.clamp(1, clamp), snd_cwnd);
+        let cwnd = segs.clamp(1, clamp);
+        set!(self, cwnd, snd_cwnd);
+        cwnd
     }
 
     /// The slow-start threshold in segments.
@@ -145,9 +148,9 @@ impl<'a> TcpSock<'a> {
     }
 
     /// Sets `sk_pacing_rate` (bytes/s), capped by `SO_MAX_PACING_RATE`, as
-    /// `tcp_update_pacing_rate()` does.
+    /// `tcp_update_pacing_rate()` does; returns the rate set.
     #[inline]
-    pub(crate) fn set_pacing_rate(&mut self, bytes_per_sec: u64) {
+    pub(crate) fn set_pacing_rate(&mut self, bytes_per_sec: u64) -> u64 {
         let sk = self.tp.as_ptr().cast::<bindings::sock>();
         // SAFETY: both fields are naturally aligned `unsigned long`s of the
         // live socket (type invariant); the kernel reads and writes them with
@@ -156,6 +159,7 @@ impl<'a> TcpSock<'a> {
             let max = core::ptr::addr_of!((*sk).sk_max_pacing_rate).read_volatile();
             let rate = bytes_per_sec.min(u64::from(max));
             core::ptr::addr_of_mut!((*sk).sk_pacing_rate).write_volatile(rate as _);
+            rate
         }
     }
 

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/proc/net/hpcc_flows`: every flow of the reader's network namespace
+//! that has telemetry state, one line each, like `/proc/net/tcp`. Mode
+//! 0400 (the netns's root only); a netns sees its own flows only.
+//!
+//! The values are the flow's [`FlowView`](crate::flow::FlowView): cwnd and
+//! pacing rate as the last ACK set them, and of the last telemetry sample
+//! U, W, Wc, T, incStage, the hops of the path and the most loaded one
+//! (the same values as that sample's `tcp_hpcc:hpcc_sample` tracepoint
+//! record), its age, and what is left of an SFC pause. Columns:
+//!
+//! ```text
+//! local remote u_ppm w wc t_us stage cwnd pacing_Bps age_us hops hop pause_us
+//! ```
+//!
+//! Addresses print as `a.b.c.d:port` or `[v6]:port`; `age_us` is `-` before
+//! the first sample. The whole listing is built in one `show` call (the
+//! seq_file retries with a larger buffer when it does not fit), which is
+//! plenty for an experimenter's tens of thousands of flows.
+
+use crate::bindings;
+use crate::flow::FlowObj;
+use crate::hpcc_core::probe::Tuple;
+use crate::netns::NetRef;
+use crate::probe_tx::now_ns;
+use core::ffi::{c_int, c_void};
+use core::fmt;
+use core::net::{Ipv4Addr, Ipv6Addr};
+use core::sync::atomic::Ordering::Relaxed;
+
+/// Name of the listing in `/proc/net`.
+pub(crate) const PROC_NAME: &core::ffi::CStr = c"hpcc_flows";
+
+/// The seq_file of one `show` call.
+struct Seq(*mut bindings::seq_file);
+
+impl Seq {
+    /// Appends formatted text (`%pA`: the kernel formats Rust's
+    /// `fmt::Arguments`, as `pr_info!` does).
+    fn print(&self, args: fmt::Arguments<'_>) {
+        // SAFETY: `self.0` is the live seq_file of the current `show` call
+        // (the only constructor is `show`); `%pA` takes a pointer to a
+        // `fmt::Arguments`, which lives across the call.
+        unsafe {
+            bindings::seq_printf(self.0, c"%pA".as_ptr(), core::ptr::from_ref(&args).cast::<c_void>());
+        }
+    }
+}
+
+/// `addr:port`, IPv4-mapped addresses as IPv4.
+struct Endpoint<'a>(&'a [u8; 16], u16);
+
+impl fmt::Display for Endpoint<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v6 = Ipv6Addr::from(*self.0);
+        match v6.to_ipv4_mapped() {
+            Some(v4) => write!(f, "{}:{}", Ipv4Addr::from(v4), self.1),
+            None => write!(f, "[{}]:{}", v6, self.1),
+        }
+    }
+}
+
+/// One flow's line.
+fn line(seq: &Seq, flow: &FlowObj, t: &Tuple, now: u64) {
+    let v = &flow.view;
+    let sh = v.stage_hops.load(Relaxed);
+    let sample = v.sample_ns.load(Relaxed);
+    let pause_us = v.pause_until_ns.load(Relaxed).saturating_sub(now) / 1000;
+    let (local, remote) = (Endpoint(&t.saddr, t.sport), Endpoint(&t.daddr, t.dport));
+    seq.print(format_args!(
+        "{} {} {} {} {} {} {} {} {} ",
+        local,
+        remote,
+        v.u_ppm.load(Relaxed),
+        v.window.load(Relaxed),
+        v.wc.load(Relaxed),
+        v.base_rtt_us.load(Relaxed),
+        sh & 0xff,
+        v.cwnd.load(Relaxed),
+        v.pacing_rate.load(Relaxed),
+    ));
+    if sample == 0 {
+        seq.print(format_args!("- "));
+    } else {
+        seq.print(format_args!("{} ", now.saturating_sub(sample) / 1000));
+    }
+    seq.print(format_args!("{} {} {}\n", (sh >> 8) & 0xff, (sh >> 16) & 0xff, pause_us));
+}
+
+/// What the walk passes to [`walk_one`].
+struct Walk {
+    seq: Seq,
+    net: NetRef,
+    now: u64,
+}
+
+/// `hpcc_flows_walk` callback: one published flow.
+unsafe extern "C" fn walk_one(arg: *mut c_void, h: *mut bindings::hpcc_flow_hdr) {
+    // SAFETY: `arg` is the `Walk` that `show` passed for this walk, alive
+    // for its whole duration.
+    let w = unsafe { &*arg.cast::<Walk>() };
+    // SAFETY: a header the walk found starts a published FlowObj (repr(C),
+    // header first), live until an RCU grace period after its removal, and
+    // the walk holds rcu_read_lock(); fields written after publication are
+    // atomics, UnsafeCells or in the Opaque header (see `table::with_flow`).
+    let Some(flow) = (unsafe { h.cast::<FlowObj>().as_ref() }) else { return };
+    let (net, t) = flow.key();
+    if net.key() == w.net.key() {
+        line(&w.seq, flow, &t, w.now);
+    }
+}
+
+/// `show` of `/proc/net/hpcc_flows`.
+pub(crate) unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
+    // SAFETY: the proc core calls us with the file's live seq_file, whose
+    // netns it holds for as long as the file is open.
+    let Some(net) = NetRef::new(unsafe { bindings::hpcc_seq_net(m) }) else { return 0 };
+    let w = Walk { seq: Seq(m), net, now: now_ns() };
+    w.seq.print(format_args!("local remote u_ppm w wc t_us stage cwnd pacing_Bps age_us hops hop pause_us\n"));
+    // SAFETY: `walk_one` matches the callback's contract; `w` outlives the
+    // walk, which calls it only before returning.
+    unsafe { bindings::hpcc_flows_walk(Some(walk_one), core::ptr::from_ref(&w).cast_mut().cast()) };
+    0
+}
