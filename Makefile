@@ -2,7 +2,9 @@
 #
 # Out-of-tree build of tcp_hpcc.ko plus the project's entry points.
 #
-#   make            build the module against KDIR (default: the cached test kernel)
+#   make            build the module against KDIR (see below)
+#   make install    modules_install + depmod into KDIR's kernel version
+#                   (honours INSTALL_MOD_PATH)
 #   make run        set up the host if needed, build, boot the VM, run an hpcc flow
 #   make check      set up the host if needed, run every test (host + VM)
 #   make bench      hpcc vs dctcp, cubic and bbr on the emulated bottleneck, with plots
@@ -11,17 +13,51 @@
 #   make scale      50,000 concurrent hpcc connections in the VM
 #   make incast     N:1 incast, hpcc/dctcp/cubic with Source Flow Control off and on, with a plot
 #
-# KDIR may point at any Rust-enabled kernel build tree (LLVM=1).
+# KDIR is any Rust-enabled kernel build tree (built with LLVM=1). Unset, it
+# is the running kernel's (/lib/modules/$(uname -r)/build) when that kernel
+# has CONFIG_RUST=y, otherwise the project's cached test kernel (built on
+# first use by vm/build-kernel.sh).
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-KDIR ?= $(shell $(ROOT)/vm/build-kernel.sh)
+RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
+ifeq ($(origin KDIR),undefined)
+ifneq ($(shell grep -qs '^CONFIG_RUST=y' $(RUNNING_KDIR)/include/config/auto.conf && echo y),)
+KDIR := $(RUNNING_KDIR)
+KDIR_WHY := the running kernel's build tree
+else
+# Looked up (or built) once, and only by the targets that use it.
+KDIR = $(eval KDIR := $(shell $(ROOT)/vm/build-kernel.sh))$(KDIR)
+KDIR_WHY := the cached test kernel: the running kernel has no Rust-enabled build tree
+endif
+else
+KDIR_WHY := KDIR
+endif
 
-.PHONY: all modules clean setup kernel run check bench closed-loop stress scale incast
+.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast
 
 all: modules
 
-modules:
+# A Rust module links against the kernel's own `core` and `kernel` crates,
+# whose metadata only the very rustc that built them can read, and its
+# bindings must come from the same bindgen: both are checked against the
+# versions the kernel recorded in its configuration.
+toolchain-check:
+	@conf=$(KDIR)/include/config/auto.conf; \
+	[ -f "$$conf" ] || { echo "tcp_hpcc: $(KDIR) is not a configured kernel build tree (no include/config/auto.conf)" >&2; exit 1; }; \
+	grep -q '^CONFIG_RUST=y' "$$conf" || { echo "tcp_hpcc: the kernel in $(KDIR) is built without CONFIG_RUST=y; a Rust module cannot be built for it" >&2; exit 1; }; \
+	want=$$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' "$$conf"); rc=$$($${RUSTC:-rustc} --version 2>/dev/null); \
+	[ "$$want" = "$$rc" ] || { echo "tcp_hpcc: the kernel was built with '$$want' but rustc is '$$rc': install that exact rustc (e.g. rustup toolchain install, with rust-src) and put it first in PATH" >&2; exit 1; }; \
+	want=$$(sed -n 's/^CONFIG_BINDGEN_VERSION_TEXT="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' "$$conf"); have=$$($${BINDGEN:-bindgen} --version 2>/dev/null); \
+	[ "$$want" = "$$have" ] || { echo "tcp_hpcc: the kernel was built with '$$want' but bindgen is '$$have': install that exact bindgen-cli (cargo install bindgen-cli --version ...)" >&2; exit 1; }; \
+	echo "tcp_hpcc: building against $(KDIR) ($(KDIR_WHY)), $$(cat $(KDIR)/include/config/kernel.release), $$rc, $$have"
+
+modules: toolchain-check
 	$(MAKE) -C $(KDIR) M=$(ROOT) LLVM=1 modules
+
+# The kernel's modules_install (which runs depmod) into
+# $(INSTALL_MOD_PATH)/lib/modules/<KDIR's release>/updates/.
+install: modules
+	$(MAKE) -C $(KDIR) M=$(ROOT) LLVM=1 modules_install
 
 clean:
 	rm -f $(ROOT)/*.ko $(ROOT)/*.mod $(ROOT)/*.mod.c $(ROOT)/Module.symvers $(ROOT)/modules.order
