@@ -35,7 +35,7 @@ RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/bench.jsonl
 : >"$JSON"
 
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "bench: cannot load tcp_hpcc"; exit 1; }
+load_module || { echo "bench: cannot load tcp_hpcc"; exit 1; }
 # The drafts' sizing for this link (bench_lib.sh): W_init = B*T, N = 4;
 # HPCC_WAI_BASE and HPCC_PACING_SHIFT as bench_hpcc_knobs takes them
 # ("winit 13": the closed loop's knobs).

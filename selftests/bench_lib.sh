@@ -158,9 +158,9 @@ bench_scenario() {
 
 	local senders=() src=() i
 	if [ "$topo" = parallel ]; then
-		senders=(hpcc-s1); src=(10.0.1.1)
+		senders=(${HPCC_NS}-s1); src=(10.0.1.1)
 	else
-		for i in $(seq 1 "$n"); do senders+=("hpcc-s$i"); src+=("10.1.$i.1"); done
+		for i in $(seq 1 "$n"); do senders+=("${HPCC_NS}-s$i"); src+=("10.1.$i.1"); done
 	fi
 	local ns rtt_log
 	rtt_log=$(_bench_kv tso_rtt_log 0 "$@")
@@ -169,7 +169,7 @@ bench_scenario() {
 	# only ever acts on dctcp.
 	local sender_fq
 	sender_fq=$(_bench_kv sender_fq 1 "$@")
-	for ns in "${senders[@]}" hpcc-rcv; do
+	for ns in "${senders[@]}" ${HPCC_NS}-rcv; do
 		[ -z "$rtt_log" ] || ip netns exec "$ns" sysctl -qw net.ipv4.tcp_tso_rtt_log="$rtt_log"
 	done
 	if [ "$sender_fq" = 1 ]; then
@@ -197,7 +197,7 @@ bench_scenario() {
 	local select ccopt=(--cc "$algo")
 	select=$(_bench_kv select sockopt "$@")
 	if [ "$select" = sysctl ]; then
-		for ns in "${senders[@]}" hpcc-rcv; do
+		for ns in "${senders[@]}" ${HPCC_NS}-rcv; do
 			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$algo"
 		done
 		ccopt=()
@@ -207,11 +207,11 @@ bench_scenario() {
 	maxrate=$(_bench_kv maxrate_mbit "" "$@")
 	[ -z "$maxrate" ] || sendopt+=(--maxrate "$(echo "$maxrate / ${#senders[@]}" | bc -l)")
 	for i in "${!senders[@]}"; do
-		timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once "${ccopt[@]}" \
+		timeout $((secs + 30)) ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once "${ccopt[@]}" \
 			>"$out.srv$i.json" &
 		srv+=($!)
 	done
-	wait_listening hpcc-rcv 'sport >= :5301' "${#senders[@]}"
+	wait_listening ${HPCC_NS}-rcv 'sport >= :5301' "${#senders[@]}"
 	intsw_sample "$bns" "$bdev" "${BENCH_SAMPLE_S:-0.2}" $((secs + 2)) >"$out.samples" 2>/dev/null &
 	local sampler=$!
 	[ "$algo" != hpcc ] || _bench_trace_start
@@ -254,7 +254,7 @@ bench_scenario() {
 			[ -n "$port" ] && break
 			sleep 0.1
 		done
-		ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$inject" \
+		ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$inject" \
 			--src 10.0.2.1 --dst "${src[0]}" --sport 5301 --dport "${port:-1}" >/dev/null
 	fi
 	local moved=""
@@ -262,7 +262,7 @@ bench_scenario() {
 		sleep "$(echo "$secs / 2" | bc -l)"
 		local sa
 		intsw_route b
-		sa=$(intsw_get hpcc-swa rcv probes_stamped)
+		sa=$(intsw_get ${HPCC_NS}-swa rcv probes_stamped)
 		moved="\"stamped_a_at_move\": $sa"
 	fi
 	for i in "${pids[@]}" "${srv[@]}" $warm; do wait "$i"; done
@@ -293,7 +293,7 @@ bench_scenario() {
 		$((t_all + 500000000)) $((t_first + ${secs%.*} * 1000000000)) >"$out.arrivals.json" 2>/dev/null ||
 		echo null >"$out.arrivals.json"
 	if [ "$topo" = parallel ]; then
-		intsw_stats hpcc-swa rcv --json >"$out.port-a.json"
+		intsw_stats ${HPCC_NS}-swa rcv --json >"$out.port-a.json"
 	fi
 
 	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
@@ -391,21 +391,21 @@ bench_fct() {
 	local out=${HPCC_RESULTS:-/tmp}/bench-$tag
 	intsw_topo_fanin 2 rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k" ||
 		{ echo "bench: topology failed" >&2; return 1; }
-	[ "$(_bench_kv sender_fq 1 "$@")" != 1 ] || _bench_fq hpcc-s1 hpcc-s2
+	[ "$(_bench_kv sender_fq 1 "$@")" != 1 ] || _bench_fq ${HPCC_NS}-s1 ${HPCC_NS}-s2
 	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
-	timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5301 --once --cc "$algo" \
+	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5301 --once --cc "$algo" \
 		>"$out.srv0.json" &
 	local srv_bulk=$!
-	timeout $((secs + 30)) ip netns exec hpcc-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5302 --reply --quiet --cc "$algo" &
+	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5302 --reply --quiet --cc "$algo" &
 	local srv_fct=$!
-	wait_listening hpcc-rcv 'sport >= :5301' 2
+	wait_listening ${HPCC_NS}-rcv 'sport >= :5301' 2
 	rm -f "$out.started0"
-	timeout $((secs + 30)) ip netns exec hpcc-s1 "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 5301 "$secs" \
+	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-s1 "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 5301 "$secs" \
 		--cc "$algo" --started "$out.started0" >"$out.flow0.json" &
 	local bulk=$!
 	_bench_wait_file "$out.started0" "$secs"
 	sleep 0.5
-	timeout $((secs + 30)) ip netns exec hpcc-s2 "$BENCH_PY" "$BENCH_FLOW" fct 10.0.2.1 5302 \
+	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-s2 "$BENCH_PY" "$BENCH_FLOW" fct 10.0.2.1 5302 \
 		"$(echo "$secs - 1" | bc -l)" --sizes "$sizes" --gap-ms "$gap" --cc "$algo" >"$out.fct.json"
 	wait $bulk $srv_bulk
 	kill $srv_fct 2>/dev/null

@@ -18,18 +18,19 @@ MIN_UTIL_PCT=${MIN_UTIL_PCT:-80}
 RESULTS=${HPCC_RESULTS:-/tmp}
 
 require_root_and_vm
-require_tools ip tc ss iperf3 python3 modprobe insmod rmmod depmod
+require_tools ip tc ss iperf3 python3 modprobe insmod rmmod depmod setpriv
 
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_header 11
+ktap_print_header
+ktap_set_plan 11
 trap 'topo_cleanup; pkill -x iperf3 2>/dev/null' EXIT
-ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
+ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 
 # BDP and buffer of the bottleneck, in bytes.
 BDP=$((RATE_MBIT * 1000000 / 8 * 2 * DELAY_US / 1000000))
 BUF=$((2 * BDP))
-ktap_info "bottleneck ${RATE_MBIT} Mbit/s, base RTT $((2 * DELAY_US)) us, BDP ${BDP} B, buffer ${BUF} B"
+ktap_print_msg "bottleneck ${RATE_MBIT} Mbit/s, base RTT $((2 * DELAY_US)) us, BDP ${BDP} B, buffer ${BUF} B"
 
 # 1. insmod / rmmod of the built object, then modprobe by name.
 t_load() {
@@ -87,16 +88,39 @@ t_params() {
 }
 ktap_check "params_visible_and_validated" t_params
 
-topo_line || { ktap_fail "topology"; ktap_finish; }
+topo_line || { ktap_test_fail "topology"; ktap_finished; }
 
-# 4. per-netns default by sysctl (needs TCP_CONG_NON_RESTRICTED).
+# 4. Restricted like dctcp: right after loading, a netns cannot make hpcc
+# its default and an unprivileged socket cannot pick it, while root
+# (CAP_NET_ADMIN) can; once an admin adds it to
+# net.ipv4.tcp_allowed_congestion_control (hpcc_allow), both can.
+sockopt_as() { # sockopt_as root|nobody ALGO: setsockopt(TCP_CONGESTION) works?
+	local run=()
+	[ "$1" = nobody ] && run=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+	ip netns exec "$NS_SND" "${run[@]}" python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[1].encode())
+' "$2" 2>/dev/null
+}
 t_sysctl() {
+	local allowed
+	allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+	case " $allowed " in *" hpcc "*) echo "allowed right after loading: $allowed"; return 1 ;; esac
+	if ip netns exec "$NS_SND" sysctl -qw net.ipv4.tcp_congestion_control=hpcc 2>/dev/null; then
+		echo "a netns made restricted hpcc its default"; return 1
+	fi
+	if sockopt_as nobody hpcc; then echo "an unprivileged socket picked restricted hpcc"; return 1; fi
+	sockopt_as nobody cubic || { echo "an unprivileged socket cannot pick cubic (test broken)"; return 1; }
+	sockopt_as root hpcc || { echo "root cannot pick restricted hpcc"; return 1; }
+	hpcc_allow || return 1
+	sockopt_as nobody hpcc || { echo "an unprivileged socket cannot pick allowed hpcc"; return 1; }
 	ip netns exec "$NS_SND" sysctl -qw net.ipv4.tcp_congestion_control=hpcc || return 1
 	[ "$(ip netns exec "$NS_SND" sysctl -n net.ipv4.tcp_congestion_control)" = hpcc ] || return 1
 	# The init netns is untouched.
 	[ "$(sysctl -n net.ipv4.tcp_congestion_control)" != hpcc ]
 }
-ktap_check "sysctl_selects_hpcc_in_netns" t_sysctl
+ktap_check "restricted_until_allowed_then_sysctl_selects_hpcc_in_netns" t_sysctl
 
 # 5. per-socket by setsockopt(TCP_CONGESTION), as an unprivileged-style
 # request from a netns whose default is cubic.
@@ -175,7 +199,7 @@ EOF
 	)
 	MSS=1448
 	CWND_BOUND=$(((BDP + BUF) * 2 / MSS + 10))
-	ktap_info "fallback: link utilization ${UTIL_PCT}% of ${RATE_MBIT} Mbit/s (TCP goodput ${GOODPUT_PCT}%), cwnd mean ${MEAN_CWND} max ${MAX_CWND} segs (bound ${CWND_BOUND})"
+	ktap_print_msg "fallback: link utilization ${UTIL_PCT}% of ${RATE_MBIT} Mbit/s (TCP goodput ${GOODPUT_PCT}%), cwnd mean ${MEAN_CWND} max ${MAX_CWND} segs (bound ${CWND_BOUND})"
 	echo "rate_mbit=$RATE_MBIT util_pct=$UTIL_PCT goodput_pct=$GOODPUT_PCT cwnd_mean=$MEAN_CWND cwnd_max=$MAX_CWND cwnd_bound=$CWND_BOUND" \
 		>"$RESULTS/hpcc_basic.fallback.txt"
 }
@@ -229,4 +253,4 @@ t_rmmod_ok() {
 }
 ktap_check "rmmod_succeeds_after_socket_closes" t_rmmod_ok
 
-ktap_finish
+ktap_finished

@@ -58,19 +58,21 @@ JSON=$RESULTS/hpcc_closed_loop.jsonl
 require_root_and_vm
 require_tools ip tc bpftool clang python3 modprobe bc
 
-ktap_header 22
+ktap_print_header
+
+ktap_set_plan 22
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 : >"$JSON"
 
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+load_module || { ktap_test_fail "module_loads"; ktap_finished; }
 # The drafts' sizing for this link (section 5; bench_lib.sh): W_init =
 # B*T, N = 4, W_ai = W_init*(1-eta)/N; and TSO bursts of 2^-13 s of the
 # pacing rate (pacing_shift 13), one packet at 100 Mbit/s: a burst is a
 # queue, and the module's 0.5 ms bursts (4 packets at this rate) alone put
 # one flow's median queue at 0.12 BDP (0.025 with 13, virtual time).
-KNOBS=$(bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4 winit 13) || { ktap_fail "hpcc_knobs"; ktap_finish; }
-ktap_info "$KNOBS"
-intsw_build >/dev/null || { ktap_fail "switch_emulator_builds"; ktap_finish; }
+KNOBS=$(bench_hpcc_knobs "$RATE_MBIT" "$RTT_US" 4 winit 13) || { ktap_test_fail "hpcc_knobs"; ktap_finished; }
+ktap_print_msg "$KNOBS"
+intsw_build >/dev/null || { ktap_test_fail "switch_emulator_builds"; ktap_finished; }
 
 run() { # run NAME ALGO|paced N TOPO [key=value...] -> JSON line in $JSON, echoed
 	local name=$1 algo=$2
@@ -142,7 +144,7 @@ EOF
 # The host floor (see the header): "" if the open-loop reference meets
 # util_median, else why not.
 FLOOR=$(run "floor-paced$FLOOR_PCT-1-single" paced 1 single "$SECS")
-ktap_info "host floor, open-loop reference: $(summary "$FLOOR")"
+ktap_print_msg "host floor, open-loop reference: $(summary "$FLOOR")"
 FLOOR_WHY=$(util_median "$FLOOR") && FLOOR_WHY=""
 [ -z "$FLOOR_WHY" ] ||
 	FLOOR_WHY="host floor: an open-loop flow paced at $FLOOR_PCT% of B, one packet per skb, gets $FLOOR_WHY"
@@ -174,12 +176,12 @@ for sc in "hpcc 1 single" "dctcp 1 single" "hpcc 4 single" "dctcp 4 single" \
 	"hpcc 1 twohop" "dctcp 1 twohop" "hpcc 4 twohop" "dctcp 4 twohop"; do
 	set -- $sc
 	R["$1-$2-$3"]=$(run "$1-$2-$3" "$1" "$2" "$3" "$SECS")
-	ktap_info "$(summary "${R["$1-$2-$3"]}")"
+	ktap_print_msg "$(summary "${R["$1-$2-$3"]}")"
 	if [ "$1-$2-$3" = hpcc-4-twohop ]; then
 		# The switches' probe counters of the hpcc run (the next scenario
 		# rebuilds the topology).
-		STAMPED1=$(intsw_get hpcc-sw1 next probes_stamped 2>/dev/null)
-		STAMPED2=$(intsw_get hpcc-sw2 rcv probes_stamped 2>/dev/null)
+		STAMPED1=$(intsw_get ${HPCC_NS}-sw1 next probes_stamped 2>/dev/null)
+		STAMPED2=$(intsw_get ${HPCC_NS}-sw2 rcv probes_stamped 2>/dev/null)
 	fi
 done
 
@@ -207,7 +209,7 @@ ktap_check "probes_stamped_at_both_hops" t_two_hops_stamped
 
 # Route change: same flow, the path moves from switch a to switch b.
 RC=$(run "hpcc-1-parallel" hpcc 1 parallel "$SECS")
-ktap_info "$(summary "$RC")"
+ktap_print_msg "$(summary "$RC")"
 t_route_change() {
 	python3 - "$RC" "$RATE_MBIT" <<'EOF'
 import json, sys
@@ -247,7 +249,7 @@ ktap_check_unless "$FLOOR_WHY" "route_change_new_path_controlled" t_new_path_con
 echo 4 >/sys/module/tcp_hpcc/parameters/max_hops
 FG=$(run "hpcc-1-single-forged" hpcc 1 single "$SECS" inject="$N_FORGED")
 echo 8 >/sys/module/tcp_hpcc/parameters/max_hops
-ktap_info "$(summary "$FG")"
+ktap_print_msg "$(summary "$FG")"
 t_forged_counted() {
 	python3 - "$FG" "$N_FORGED" <<'EOF'
 import json, sys
@@ -268,4 +270,4 @@ t_no_oops() {
 }
 ktap_check "no_kernel_warnings" t_no_oops
 
-ktap_finish
+ktap_finished

@@ -32,10 +32,12 @@ JSON=$RESULTS/incast.jsonl
 require_root_and_vm
 require_tools ip tc bpftool clang python3 modprobe
 
-ktap_header 6
+ktap_print_header
+
+ktap_set_plan 6
 "$here/incast.sh" >"$RESULTS/incast.txt" 2>"$RESULTS/incast.err"
-ktap_info_lines <"$RESULTS/incast.txt"
-[ -s "$JSON" ] || { ktap_info_lines <"$RESULTS/incast.err"; ktap_fail "incast_ran"; ktap_finish; }
+ktap_print_msg_lines <"$RESULTS/incast.txt"
+[ -s "$JSON" ] || { ktap_print_msg_lines <"$RESULTS/incast.err"; ktap_test_fail "incast_ran"; ktap_finished; }
 
 # check 'PYTHON EXPRESSION over m[algo, sfc] (medians) and rows'
 check() {
@@ -69,4 +71,4 @@ ktap_check "hpcc_sfc_on_lowers_victim_p99" \
 	check '0 < m["hpcc", 1]["victim_p99_us"] < m["hpcc", 0]["victim_p99_us"]'
 ktap_check "dctcp_and_cubic_drop_less_with_sfc_on" \
 	check 'all(m[a, 1]["drops"] < m[a, 0]["drops"] for a in ("dctcp", "cubic") if (a, 0) in m)'
-ktap_finish
+ktap_finished

@@ -36,23 +36,25 @@ SECS=${SECS:-4}
 require_root_and_vm
 require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
 
-ktap_header 8
+ktap_print_header
+
+ktap_set_plan 8
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 COUNTERS="probes_sent probes_received probes_no_socket responses_sent responses_received responses_accepted samples_applied
 	responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow"
 
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc ||
-	{ ktap_fail "module_loads"; ktap_finish; }
-intsw_build >/dev/null || { ktap_fail "switch_emulator_builds"; ktap_finish; }
+load_module ||
+	{ ktap_test_fail "module_loads"; ktap_finished; }
+intsw_build >/dev/null || { ktap_test_fail "switch_emulator_builds"; ktap_finished; }
 t_topology() {
 	intsw_topo_fanin 1 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" ecn_k=$((BDP / 4)) &&
 		intsw_ipv6 1 1 &&
-		ip -n hpcc-s1 route get fd00:2::1 | grep -q 'via fd00:1:1::2 dev eth0' &&
-		ip -n hpcc-rcv route get fd00:1:1::1 | grep -q 'via fd00:2::2 dev eth0' &&
-		ip -n hpcc-sw1 route get fd00:2::1 | grep -q 'dev rcv' &&
-		ip -n hpcc-s1 route get 10.0.2.1 | grep -q 'dev eth0'
+		ip -n ${HPCC_NS}-s1 route get fd00:2::1 | grep -q 'via fd00:1:1::2 dev eth0' &&
+		ip -n ${HPCC_NS}-rcv route get fd00:1:1::1 | grep -q 'via fd00:2::2 dev eth0' &&
+		ip -n ${HPCC_NS}-sw1 route get fd00:2::1 | grep -q 'dev rcv' &&
+		ip -n ${HPCC_NS}-s1 route get 10.0.2.1 | grep -q 'dev eth0'
 }
 ktap_check "dual_stack_topology" t_topology
 
@@ -66,19 +68,19 @@ flow() {
 	local name=$1 dst=$2 algo=$3 bind=$4 k srv snd sport=()
 	declare -gA B=() D=() SW0=() SW=()
 	for k in $COUNTERS; do B[$k]=$(hpcc_stat "$k"); done
-	for k in probes_stamped ce_marks tx_bytes; do SW0[$k]=$(intsw_get hpcc-sw1 rcv "$k"); done
+	for k in probes_stamped ce_marks tx_bytes; do SW0[$k]=$(intsw_get ${HPCC_NS}-sw1 rcv "$k"); done
 	hpcc_trace_start
-	timeout 60 ip netns exec hpcc-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" ${SERVE_DEV:+--dev "$SERVE_DEV"} \
+	timeout 60 ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" serve 5201 --once --cc "$algo" --bind "$bind" ${SERVE_DEV:+--dev "$SERVE_DEV"} \
 		>"$RESULTS/hpcc_ipv6.$name.serve.json" &
 	srv=$!
-	wait_listening hpcc-rcv 'sport = :5201' 1
+	wait_listening ${HPCC_NS}-rcv 'sport = :5201' 1
 	[ -z "${INJECT_FROM:-}" ] || sport=(--sport 40100)
-	timeout 60 ip netns exec hpcc-s1 python3 "$FLOW" send "$dst" 5201 "$SECS" --cc "$algo" "${sport[@]}" \
+	timeout 60 ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" send "$dst" 5201 "$SECS" --cc "$algo" "${sport[@]}" \
 		>"$RESULTS/hpcc_ipv6.$name.send.json" &
 	snd=$!
 	if [ -n "${INJECT_FROM:-}" ]; then
 		sleep 1
-		ip netns exec hpcc-rcv python3 "$FLOW" inject all "$N_FORGED" --src "$INJECT_FROM" \
+		ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" inject all "$N_FORGED" --src "$INJECT_FROM" \
 			--dst fd00:1:1::1 --sport 5201 --dport 40100 >/dev/null
 	fi
 	wait $snd
@@ -86,8 +88,8 @@ flow() {
 	sleep 0.3
 	hpcc_trace_stop "$RESULTS/hpcc_ipv6.$name.trace"
 	for k in $COUNTERS; do D[$k]=$(($(hpcc_stat "$k") - ${B[$k]})); done
-	for k in probes_stamped ce_marks tx_bytes; do SW[$k]=$(($(intsw_get hpcc-sw1 rcv "$k") - ${SW0[$k]})); done
-	ktap_info "$name: $(jget "$RESULTS/hpcc_ipv6.$name.send.json" mbps) Mbit/s; probes sent ${D[probes_sent]}" \
+	for k in probes_stamped ce_marks tx_bytes; do SW[$k]=$(($(intsw_get ${HPCC_NS}-sw1 rcv "$k") - ${SW0[$k]})); done
+	ktap_print_msg "$name: $(jget "$RESULTS/hpcc_ipv6.$name.send.json" mbps) Mbit/s; probes sent ${D[probes_sent]}" \
 		"received ${D[probes_received]} (${D[probes_no_socket]} without a socket), stamped ${SW[probes_stamped]};" \
 		"responses sent ${D[responses_sent]}" \
 		"received ${D[responses_received]} accepted ${D[responses_accepted]}; samples applied" \
@@ -100,7 +102,7 @@ one_hop_lines() { # one_hop_lines NAME SRC DST
 		"$RESULTS/hpcc_ipv6.$1.trace"
 }
 
-for ns in hpcc-s1 hpcc-rcv; do ip netns exec "$ns" nstat -n >/dev/null 2>&1; done
+for ns in ${HPCC_NS}-s1 ${HPCC_NS}-rcv; do ip netns exec "$ns" nstat -n >/dev/null 2>&1; done
 flow v6 fd00:2::1 hpcc ::
 V6_TRACE=$(one_hop_lines v6 '\[fd00:1:1::1\]' '\[fd00:2::1\]' 2>/dev/null)
 
@@ -128,7 +130,7 @@ t_v6_no_socket() {
 	sent=$(jget "$RESULTS/hpcc_ipv6.v6.send.json" bytes)
 	got=$(jget "$RESULTS/hpcc_ipv6.v6.serve.json" bytes)
 	echo "application bytes: sent $sent, received $got"
-	[ "$sent" -gt 0 ] && [ "$sent" -eq "$got" ] && tcp_untouched hpcc-s1 hpcc-rcv
+	[ "$sent" -gt 0 ] && [ "$sent" -eq "$got" ] && tcp_untouched ${HPCC_NS}-s1 ${HPCC_NS}-rcv
 }
 ktap_check "ipv6_probes_never_reach_a_socket_or_tcp" t_v6_no_socket
 
@@ -145,11 +147,11 @@ t_mapped() {
 }
 ktap_check "v4_mapped_socket_probes_over_ipv4" t_mapped
 
-ip netns exec hpcc-s1 nstat -n >/dev/null 2>&1
+ip netns exec ${HPCC_NS}-s1 nstat -n >/dev/null 2>&1
 flow dctcp6 fd00:2::1 dctcp ::
 t_dctcp6() {
 	local ce
-	ce=$(netns_nstat hpcc-s1 TcpExtTCPDeliveredCE)
+	ce=$(netns_nstat ${HPCC_NS}-s1 TcpExtTCPDeliveredCE)
 	echo "dctcp over IPv6: switch CE marks ${SW[ce_marks]}, sender TCPDeliveredCE $ce; tcp_hpcc probes sent ${D[probes_sent]}"
 	# CE marks reach dctcp's sender, and an algorithm other than hpcc
 	# sends no probes.
@@ -176,7 +178,7 @@ P=/sys/module/tcp_hpcc/parameters
 echo 4 >$P/max_hops	# so that 5 valid hops are "over max_hops"
 SECS=5 INJECT_FROM=fd00:2::1 flow forged fd00:2::1 hpcc "::"
 echo 8 >$P/max_hops
-ktap_info "IPv6 forgeries, $N_FORGED of each kind: bad_nonce ${D[responses_bad_nonce]} truncated ${D[malformed_truncated]}" \
+ktap_print_msg "IPv6 forgeries, $N_FORGED of each kind: bad_nonce ${D[responses_bad_nonce]} truncated ${D[malformed_truncated]}" \
 	"too_many_hops ${D[responses_too_many_hops]} random(bad magic) ${D[malformed_magic]} no_flow ${D[responses_no_flow]}"
 t_v6_forged() {
 	[ "${D[responses_bad_nonce]}" -eq "$N_FORGED" ] &&
@@ -194,4 +196,4 @@ t_no_warnings() {
 }
 ktap_check "no_kernel_warnings" t_no_warnings
 
-ktap_finish
+ktap_finished

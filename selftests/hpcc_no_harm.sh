@@ -41,7 +41,9 @@ P=/sys/module/tcp_hpcc/parameters
 require_root_and_vm
 require_tools ip tc "$PY" modprobe nft iperf3 nstat bpftool ethtool tcpdump
 
-ktap_header 19
+ktap_print_header
+
+ktap_set_plan 19
 mkdir -p "$OUT"
 cleanup() {
 	pkill -f hpcc_flow.py 2>/dev/null
@@ -50,7 +52,7 @@ cleanup() {
 	topo_cleanup
 }
 trap cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
 
 # serve_once NS PORT [serve options]: a receiver for one connection, in the
 # background; waits until it listens.
@@ -69,7 +71,7 @@ send_mbps() {
 	timeout $((${secs%.*} + 30)) ip netns exec "$ns" "$PY" "$FLOW" send "$dst" "$port" "$secs" "$@" |
 		"$PY" -c 'import json, sys; print(json.load(sys.stdin)["mbps"])' 2>/dev/null || echo 0
 }
-rcv_ns_of() { echo hpcc-rcv; }
+rcv_ns_of() { echo ${HPCC_NS}-rcv; }
 
 ge_ratio() { # ge_ratio A B R: A >= R * B
 	"$PY" -c "import sys; sys.exit(0 if float('$1') >= float('$3') * float('$2') else 1)"
@@ -99,10 +101,10 @@ for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; d
 done
 ip -n "$NS_SND" link set veth0 gso_max_segs 1
 declare -a COST_OFF COST_ON
-install_module >/dev/null 2>&1 || { ktap_fail "module_installs"; ktap_finish; }
+install_module >/dev/null 2>&1 || { ktap_test_fail "module_installs"; ktap_finished; }
 for rep in 1 2; do
 	COST_OFF+=("$(cost_run off)")
-	modprobe tcp_hpcc
+	modprobe tcp_hpcc && hpcc_allow
 	COST_ON+=("$(cost_run on)")
 	[ $rep = 2 ] || modprobe -r tcp_hpcc
 done
@@ -122,7 +124,7 @@ t_cost() {
 }
 COST_OUT=$(t_cost)
 COST_RC=$?
-ktap_info "$COST_OUT"
+ktap_print_msg "$COST_OUT"
 echo "$COST_OUT" >"$OUT/foreign_cost.txt"
 # A throughput check like the others: skipped when the VM is too slow for
 # them (plain TCG on a busy host has shown ratios from 0.59 to 1.04 for the
@@ -130,17 +132,17 @@ echo "$COST_OUT" >"$OUT/foreign_cost.txt"
 t_cost_ok() { [ $COST_RC -eq 0 ]; }
 ktap_perf_check "foreign_traffic_cost_measured" t_cost_ok
 
-lsmod | grep -q '^tcp_hpcc' || modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+{ lsmod | grep -q '^tcp_hpcc' || modprobe tcp_hpcc; } && hpcc_allow || { ktap_test_fail "module_loads"; ktap_finished; }
 DEF_PROBE_DSCP=$(cat $P/probe_dscp)
 DEF_RESPONSE_DSCP=$(cat $P/response_dscp)
 
-intsw_topo_single >/dev/null 2>&1 && intsw_ipv6 1 1 || { ktap_fail "topology"; ktap_finish; }
+intsw_topo_single >/dev/null 2>&1 && intsw_ipv6 1 1 || { ktap_test_fail "topology"; ktap_finished; }
 t_dscp_marked() { # t_dscp_marked DST: cubic with DSCP 0, 11 and 15
 	local dst=$1 base m tos ok=0
-	base=$(send_mbps hpcc-s1 "$dst" 5301 2 --cc cubic)
+	base=$(send_mbps ${HPCC_NS}-s1 "$dst" 5301 2 --cc cubic)
 	echo "DSCP 0: $base Mbit/s"
 	for tos in $((DEF_PROBE_DSCP << 2)) $((DEF_RESPONSE_DSCP << 2)); do
-		m=$(send_mbps hpcc-s1 "$dst" 5301 2 --cc cubic --tos $tos)
+		m=$(send_mbps ${HPCC_NS}-s1 "$dst" 5301 2 --cc cubic --tos $tos)
 		echo "DSCP $((tos >> 2)): $m Mbit/s"
 		ge_ratio "$m" "$base" 0.8 && ge_ratio "$base" 1 20 || ok=1
 	done
@@ -183,7 +185,7 @@ flow_stats() {
 	if [ -n "$hostile" ]; then
 		# The module's own answer never happens: its probes are dropped
 		# before the hook, and the liar answers from the wire.
-		ip netns exec hpcc-rcv nft -f - <<-EOF
+		ip netns exec ${HPCC_NS}-rcv nft -f - <<-EOF
 			table inet liar {
 				chain in {
 					type filter hook input priority 0;
@@ -191,17 +193,17 @@ flow_stats() {
 				}
 			}
 		EOF
-		timeout 30 ip netns exec hpcc-rcv "$PY" "$FLOW" hostile eth0 9 >"$OUT/hostile.json" 2>&1 &
+		timeout 30 ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" hostile eth0 9 >"$OUT/hostile.json" 2>&1 &
 	fi
 	a0=$(hpcc_stat samples_applied)
 	c0=$(hpcc_stat telemetry_capped_by_delivery)
-	before_r=$(netns_nstat hpcc-s1 TcpRetransSegs)
-	before_o=$(netns_nstat hpcc-s1 TcpOutSegs)
-	send_mbps hpcc-s1 10.0.2.1 $port 6 --cc "$algo" >"$OUT/$algo$hostile.mbps"
+	before_r=$(netns_nstat ${HPCC_NS}-s1 TcpRetransSegs)
+	before_o=$(netns_nstat ${HPCC_NS}-s1 TcpOutSegs)
+	send_mbps ${HPCC_NS}-s1 10.0.2.1 $port 6 --cc "$algo" >"$OUT/$algo$hostile.mbps"
 	wait
 	[ -n "$hostile" ] && forged=$("$PY" -c 'import json; print(json.load(open("'"$OUT/hostile.json"'"))["forged"])' 2>/dev/null)
-	echo "$(intsw_get hpcc-sw1 rcv drops) $(($(netns_nstat hpcc-s1 TcpRetransSegs) - before_r))" \
-		"$(($(netns_nstat hpcc-s1 TcpOutSegs) - before_o)) ${forged:-0}" \
+	echo "$(intsw_get ${HPCC_NS}-sw1 rcv drops) $(($(netns_nstat ${HPCC_NS}-s1 TcpRetransSegs) - before_r))" \
+		"$(($(netns_nstat ${HPCC_NS}-s1 TcpOutSegs) - before_o)) ${forged:-0}" \
 		"$(($(hpcc_stat samples_applied) - a0)) $(($(hpcc_stat telemetry_capped_by_delivery) - c0))"
 }
 # The law at its extremes: no window validation, no bound on growth per
@@ -216,8 +218,8 @@ echo "$MI" >$P/max_increase_pct
 CUBIC=$(flow_stats cubic)
 read -r L_DROPS L_RETR L_OUT L_FORGED L_APPLIED L_CAPPED <<<"$LIAR"
 read -r C_DROPS C_RETR C_OUT _ _ _ <<<"$CUBIC"
-ktap_info "lying receiver, hpcc (window_validation 0, max_increase_pct 0): $L_DROPS drops, $L_RETR of $L_OUT segments retransmitted, $(cat "$OUT/hpcc-hostile.mbps") Mbit/s; $L_FORGED forged responses, $L_APPLIED samples applied, $L_CAPPED ACKs capped by the delivered-BDP bound"
-ktap_info "cubic, same path: $C_DROPS drops, $C_RETR of $C_OUT segments retransmitted, $(cat "$OUT/cubic.mbps") Mbit/s"
+ktap_print_msg "lying receiver, hpcc (window_validation 0, max_increase_pct 0): $L_DROPS drops, $L_RETR of $L_OUT segments retransmitted, $(cat "$OUT/hpcc-hostile.mbps") Mbit/s; $L_FORGED forged responses, $L_APPLIED samples applied, $L_CAPPED ACKs capped by the delivered-BDP bound"
+ktap_print_msg "cubic, same path: $C_DROPS drops, $C_RETR of $C_OUT segments retransmitted, $(cat "$OUT/cubic.mbps") Mbit/s"
 echo "{\"hpcc_liar\": {\"drops\": $L_DROPS, \"retrans\": $L_RETR, \"out\": $L_OUT, \"forged\": $L_FORGED, \"applied\": $L_APPLIED}, \"cubic\": {\"drops\": $C_DROPS, \"retrans\": $C_RETR, \"out\": $C_OUT}}" >"$OUT/liar.json"
 t_liar_applied() { [ "${L_FORGED:-0}" -ge 100 ] && [ "${L_APPLIED:-0}" -ge 50 ]; }
 t_liar_drops() { [ "$L_DROPS" -le "$C_DROPS" ]; }
@@ -230,32 +232,32 @@ ktap_check "liar_retransmissions_no_worse_than_cubic" t_liar_retrans
 
 # Two switches in parallel (int_switch.sh topology d), IPv6 added, and an
 # L4-hashed multipath route on the sender over both.
-intsw_topo_parallel >/dev/null 2>&1 || { ktap_fail "parallel_topology"; ktap_finish; }
+intsw_topo_parallel >/dev/null 2>&1 || { ktap_test_fail "parallel_topology"; ktap_finished; }
 # IPv6 senders: fd00:1::1 .. fd00:1::c, one per flow (IPv6 TCP routes in
 # connect() before it has a source port: flows from one address to one
 # port all hash alike).
-for i in $(seq 1 12); do ip -n hpcc-s1 addr add "fd00:1::$(printf %x "$i")/128" dev lo; done
-ip -n hpcc-rcv addr add fd00:2::1/128 dev lo
+for i in $(seq 1 12); do ip -n ${HPCC_NS}-s1 addr add "fd00:1::$(printf %x "$i")/128" dev lo; done
+ip -n ${HPCC_NS}-rcv addr add fd00:2::1/128 dev lo
 for x in a b; do
 	n=1; [ $x = b ] && n=2
-	ip -n hpcc-s1 addr add "fd00:3:$n::1/64" dev "eth-$x" nodad
-	ip -n "hpcc-sw$x" addr add "fd00:3:$n::2/64" dev snd nodad
-	ip -n "hpcc-sw$x" addr add "fd00:4:$n::2/64" dev rcv nodad
-	ip -n hpcc-rcv addr add "fd00:4:$n::1/64" dev "eth-$x" nodad
-	ip -n "hpcc-sw$x" route add fd00:1::/64 via "fd00:3:$n::1"
-	ip -n "hpcc-sw$x" route add fd00:2::1/128 via "fd00:4:$n::1"
-	ip netns exec "hpcc-sw$x" sysctl -qw net.ipv6.conf.all.forwarding=1
+	ip -n ${HPCC_NS}-s1 addr add "fd00:3:$n::1/64" dev "eth-$x" nodad
+	ip -n "${HPCC_NS}-sw$x" addr add "fd00:3:$n::2/64" dev snd nodad
+	ip -n "${HPCC_NS}-sw$x" addr add "fd00:4:$n::2/64" dev rcv nodad
+	ip -n ${HPCC_NS}-rcv addr add "fd00:4:$n::1/64" dev "eth-$x" nodad
+	ip -n "${HPCC_NS}-sw$x" route add fd00:1::/64 via "fd00:3:$n::1"
+	ip -n "${HPCC_NS}-sw$x" route add fd00:2::1/128 via "fd00:4:$n::1"
+	ip netns exec "${HPCC_NS}-sw$x" sysctl -qw net.ipv6.conf.all.forwarding=1
 done
-ip -n hpcc-rcv route replace fd00:1::/64 via fd00:4:1::2 src fd00:2::1
-ip netns exec hpcc-s1 sysctl -qw net.ipv4.fib_multipath_hash_policy=1 net.ipv6.fib_multipath_hash_policy=1
-ip -n hpcc-s1 route replace 10.0.2.1/32 src 10.0.1.1 nexthop via 10.3.1.2 dev eth-a nexthop via 10.3.2.2 dev eth-b
-ip -n hpcc-s1 -6 route replace fd00:2::1/128 nexthop via fd00:3:1::2 dev eth-a nexthop via fd00:3:2::2 dev eth-b
+ip -n ${HPCC_NS}-rcv route replace fd00:1::/64 via fd00:4:1::2 src fd00:2::1
+ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.fib_multipath_hash_policy=1 net.ipv6.fib_multipath_hash_policy=1
+ip -n ${HPCC_NS}-s1 route replace 10.0.2.1/32 src 10.0.1.1 nexthop via 10.3.1.2 dev eth-a nexthop via 10.3.2.2 dev eth-b
+ip -n ${HPCC_NS}-s1 -6 route replace fd00:2::1/128 nexthop via fd00:3:1::2 dev eth-a nexthop via fd00:3:2::2 dev eth-b
 # An IPv6 host takes a multipath sibling only if its neighbour is known
 # (rt6_score_route() with RT6_LOOKUP_F_REACHABLE): both next hops known.
 for x in a b; do
 	n=1; [ $x = b ] && n=2
-	ip -n hpcc-s1 -6 neigh replace "fd00:3:$n::2" dev "eth-$x" nud permanent \
-		lladdr "$(ip -n "hpcc-sw$x" link show snd | awk '/link\/ether/ { print $2 }')"
+	ip -n ${HPCC_NS}-s1 -6 neigh replace "fd00:3:$n::2" dev "eth-$x" nud permanent \
+		lladdr "$(ip -n "${HPCC_NS}-sw$x" link show snd | awk '/link\/ether/ { print $2 }')"
 done
 
 # multipath_run DST PROBE_WIRE [SRC_PREFIX]: 12 paced flows at once (from
@@ -263,17 +265,17 @@ done
 # logs, per source port: data packets and probes per switch.
 multipath_run() {
 	local dst=$1 wire=$2 src=${3:-} i bind
-	for x in a b; do intsw_reset "hpcc-sw$x" rcv; done
-	ip netns exec hpcc-rcv "$PY" "$FLOW" serve 5303 --bind :: --quiet >/dev/null 2>&1 &
-	wait_listening hpcc-rcv "sport = :5303" 1
+	for x in a b; do intsw_reset "${HPCC_NS}-sw$x" rcv; done
+	ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" serve 5303 --bind :: --quiet >/dev/null 2>&1 &
+	wait_listening ${HPCC_NS}-rcv "sport = :5303" 1
 	for i in $(seq 1 12); do
 		bind=()
 		[ -n "$src" ] && bind=(--bind "$src$(printf %x "$i")" --sport 0)
-		timeout 30 ip netns exec hpcc-s1 "$PY" "$FLOW" send "$dst" 5303 3 --cc hpcc --maxrate 4 "${bind[@]}" >/dev/null 2>&1 &
+		timeout 30 ip netns exec ${HPCC_NS}-s1 "$PY" "$FLOW" send "$dst" 5303 3 --cc hpcc --maxrate 4 "${bind[@]}" >/dev/null 2>&1 &
 	done
 	wait_children_but_server
 	for x in a b; do
-		"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir "hpcc-sw$x" rcv)" >"$OUT/mp-$x.log"
+		"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir "${HPCC_NS}-sw$x" rcv)" >"$OUT/mp-$x.log"
 	done
 	"$PY" - "$OUT/mp-a.log" "$OUT/mp-b.log" "$wire" <<-'EOF'
 	import sys
@@ -316,7 +318,7 @@ ktap_check "multipath_probes_follow_data_ipv4" multipath_run 10.0.2.1 138
 t_mp6() {
 	local x
 	for x in a b; do
-		ip netns exec hpcc-rcv timeout 40 tcpdump -i "eth-$x" -s 96 -w "$OUT/mp6-$x.pcap" \
+		ip netns exec ${HPCC_NS}-rcv timeout 40 tcpdump -i "eth-$x" -s 96 -w "$OUT/mp6-$x.pcap" \
 			'ip6 and tcp and src net fd00:1::/64' >/dev/null 2>&1 &
 	done
 	sleep 1
@@ -361,15 +363,15 @@ ktap_check "ipv6_probes_carry_the_data_flow_label" t_labels
 
 # fwmark policy routing: marked flows through switch b, the rest through a.
 t_fwmark() {
-	ip -n hpcc-s1 route replace 10.0.2.1/32 via 10.3.1.2 src 10.0.1.1
-	ip -n hpcc-s1 route add 10.0.2.1/32 via 10.3.2.2 src 10.0.1.1 table 100
-	ip -n hpcc-s1 rule add fwmark 7 table 100
+	ip -n ${HPCC_NS}-s1 route replace 10.0.2.1/32 via 10.3.1.2 src 10.0.1.1
+	ip -n ${HPCC_NS}-s1 route add 10.0.2.1/32 via 10.3.2.2 src 10.0.1.1 table 100
+	ip -n ${HPCC_NS}-s1 rule add fwmark 7 table 100
 	local a0 b0 a1 b1
-	a0=$(intsw_get hpcc-swa rcv probes_stamped)
-	b0=$(intsw_get hpcc-swb rcv probes_stamped)
-	send_mbps hpcc-s1 10.0.2.1 5304 2 --cc hpcc --mark 7 >/dev/null
-	a1=$(($(intsw_get hpcc-swa rcv probes_stamped) - a0))
-	b1=$(($(intsw_get hpcc-swb rcv probes_stamped) - b0))
+	a0=$(intsw_get ${HPCC_NS}-swa rcv probes_stamped)
+	b0=$(intsw_get ${HPCC_NS}-swb rcv probes_stamped)
+	send_mbps ${HPCC_NS}-s1 10.0.2.1 5304 2 --cc hpcc --mark 7 >/dev/null
+	a1=$(($(intsw_get ${HPCC_NS}-swa rcv probes_stamped) - a0))
+	b1=$(($(intsw_get ${HPCC_NS}-swb rcv probes_stamped) - b0))
 	echo "marked flow: probes through switch a $a1, through switch b (its route) $b1"
 	[ "$a1" -eq 0 ] && [ "$b1" -ge 10 ]
 }
@@ -383,7 +385,7 @@ intsw_cleanup
 # out), from NS's point of view.
 ipsec_pair() {
 	local ns=$1 l=$2 r=$3 port=$4 key=0x0123456789abcdef0123456789abcdef01234567 lp rp
-	if [ "$ns" = hpcc-s1 ]; then lp=sport; rp=dport; else lp=dport; rp=sport; fi
+	if [ "$ns" = ${HPCC_NS}-s1 ]; then lp=sport; rp=dport; else lp=dport; rp=sport; fi
 	ip -n "$ns" xfrm policy add src "$l" dst "$r" proto tcp $rp "$port" dir out \
 		tmpl src "$l" dst "$r" proto esp reqid 1 mode transport || return 1
 	ip -n "$ns" xfrm policy add src "$r" dst "$l" proto tcp $lp "$port" dir in \
@@ -391,7 +393,7 @@ ipsec_pair() {
 }
 ipsec_states() { # ipsec_states A B SPI: both directions, in both netns
 	local ns key=0x0123456789abcdef0123456789abcdef01234567
-	for ns in hpcc-s1 hpcc-rcv; do
+	for ns in ${HPCC_NS}-s1 ${HPCC_NS}-rcv; do
 		ip -n $ns xfrm state add src "$1" dst "$2" proto esp spi "$3" reqid 1 mode transport \
 			aead 'rfc4106(gcm(aes))' $key 128 || return 1
 		ip -n $ns xfrm state add src "$2" dst "$1" proto esp spi $(($3 + 1)) reqid 1 mode transport \
@@ -401,18 +403,18 @@ ipsec_states() { # ipsec_states A B SPI: both directions, in both netns
 t_ipsec() {
 	intsw_topo_single >/dev/null 2>&1 && intsw_ipv6 1 1 || return 1
 	ipsec_states 10.1.1.1 10.0.2.1 0x1000 && ipsec_states fd00:1:1::1 fd00:2::1 0x2000 || return 1
-	ipsec_pair hpcc-s1 10.1.1.1 10.0.2.1 5305 && ipsec_pair hpcc-rcv 10.0.2.1 10.1.1.1 5305 || return 1
-	ipsec_pair hpcc-s1 fd00:1:1::1 fd00:2::1 5305 && ipsec_pair hpcc-rcv fd00:2::1 fd00:1:1::1 5305 || return 1
+	ipsec_pair ${HPCC_NS}-s1 10.1.1.1 10.0.2.1 5305 && ipsec_pair ${HPCC_NS}-rcv 10.0.2.1 10.1.1.1 5305 || return 1
+	ipsec_pair ${HPCC_NS}-s1 fd00:1:1::1 fd00:2::1 5305 && ipsec_pair ${HPCC_NS}-rcv fd00:2::1 fd00:1:1::1 5305 || return 1
 	local dst s0 st0 ps0 mb sent held stamped ok=0
 	: >"$OUT/ipsec.txt"
 	for dst in 10.0.2.1 fd00:2::1; do
 		s0=$(hpcc_stat probes_sent)
 		ps0=$(hpcc_stat probes_ipsec)
-		st0=$(intsw_get hpcc-sw1 rcv probes_stamped)
-		mb=$(send_mbps hpcc-s1 $dst 5305 2 --cc hpcc)
+		st0=$(intsw_get ${HPCC_NS}-sw1 rcv probes_stamped)
+		mb=$(send_mbps ${HPCC_NS}-s1 $dst 5305 2 --cc hpcc)
 		sent=$(($(hpcc_stat probes_sent) - s0))
 		held=$(($(hpcc_stat probes_ipsec) - ps0))
-		stamped=$(($(intsw_get hpcc-sw1 rcv probes_stamped) - st0))
+		stamped=$(($(intsw_get ${HPCC_NS}-sw1 rcv probes_stamped) - st0))
 		echo "ESP transport flow to $dst: $mb Mbit/s; probes sent $sent, held back (IPsec) $held, seen in clear by the switch $stamped"
 		echo "$mb" >>"$OUT/ipsec.txt"
 		[ "$sent" -eq 0 ] && [ "$stamped" -eq 0 ] && [ "$held" -ge 5 ] || ok=1
@@ -431,7 +433,7 @@ ktap_check "ipsec_flow_runs_on_the_fallback" t_ipsec_flow
 t_conntrack() {
 	intsw_topo_single >/dev/null 2>&1 || return 1
 	local ns a0 rc
-	for ns in hpcc-s1 hpcc-rcv; do
+	for ns in ${HPCC_NS}-s1 ${HPCC_NS}-rcv; do
 		ip netns exec $ns nft -f - <<-EOF || return 1
 			table inet hpcc_fw {
 				chain raw {
@@ -451,9 +453,9 @@ t_conntrack() {
 		EOF
 	done
 	a0=$(hpcc_stat samples_applied)
-	send_mbps hpcc-s1 10.0.2.1 5306 2 --cc hpcc >/dev/null
+	send_mbps ${HPCC_NS}-s1 10.0.2.1 5306 2 --cc hpcc >/dev/null
 	local applied=$(($(hpcc_stat samples_applied) - a0))
-	for ns in hpcc-s1 hpcc-rcv; do
+	for ns in ${HPCC_NS}-s1 ${HPCC_NS}-rcv; do
 		echo "$ns: $(ip netns exec $ns nft list ruleset | grep -o 'counter packets [0-9]* bytes [0-9]* drop' | tr '\n' ';')"
 	done
 	echo "samples applied with conntrack and invalid-drop chains: $applied"
@@ -468,7 +470,7 @@ t_long_rtt() {
 	local a0 l0
 	a0=$(hpcc_stat samples_applied)
 	l0=$(hpcc_stat responses_late)
-	send_mbps hpcc-s1 10.0.2.1 5307 3 --cc hpcc >/dev/null
+	send_mbps ${HPCC_NS}-s1 10.0.2.1 5307 3 --cc hpcc >/dev/null
 	local applied=$(($(hpcc_stat samples_applied) - a0)) late=$(($(hpcc_stat responses_late) - l0))
 	echo "20 ms base RTT: $applied samples applied, $late responses late"
 	[ "$applied" -ge 20 ] && [ "$late" -eq 0 ]
@@ -480,11 +482,11 @@ ktap_check "long_rtt_gets_telemetry" t_long_rtt
 t_reuse() {
 	intsw_topo_single >/dev/null 2>&1 || return 1
 	local a0 r0 out
-	ip netns exec hpcc-rcv "$PY" "$FLOW" serve 5308 --rst --quiet >/dev/null 2>&1 &
-	wait_listening hpcc-rcv "sport = :5308" 1 || return 1
+	ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" serve 5308 --rst --quiet >/dev/null 2>&1 &
+	wait_listening ${HPCC_NS}-rcv "sport = :5308" 1 || return 1
 	a0=$(hpcc_stat responses_accepted)
 	r0=$(hpcc_stat flows_replaced)
-	out=$(timeout 30 ip netns exec hpcc-s1 "$PY" "$FLOW" reuse 10.0.2.1 5308 40123 2 --cc hpcc)
+	out=$(timeout 30 ip netns exec ${HPCC_NS}-s1 "$PY" "$FLOW" reuse 10.0.2.1 5308 40123 2 --cc hpcc)
 	pkill -f "hpcc_flow.py serve 5308"
 	local acc=$(($(hpcc_stat responses_accepted) - a0)) rep=$(($(hpcc_stat flows_replaced) - r0))
 	echo "$out; responses accepted $acc, flows replaced $rep"
@@ -501,19 +503,19 @@ ktap_check "reset_tuple_reused_gets_telemetry" t_reuse
 t_regrowth() {
 	intsw_topo_fanin 2 >/dev/null 2>&1 || return 1
 	local bstart bend i
-	serve_once hpcc-rcv 5309 || return 1
-	ip netns exec hpcc-rcv "$PY" "$FLOW" serve 5310 --once --bind :: >/dev/null 2>&1 &
-	wait_listening hpcc-rcv "sport = :5310" 1
+	serve_once ${HPCC_NS}-rcv 5309 || return 1
+	ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" serve 5310 --once --bind :: >/dev/null 2>&1 &
+	wait_listening ${HPCC_NS}-rcv "sport = :5310" 1
 	rm -f "$OUT/regrowth.started"
-	timeout 60 ip netns exec hpcc-s1 "$PY" "$FLOW" send 10.0.2.1 5309 8 --cc hpcc --sport 41000 \
+	timeout 60 ip netns exec ${HPCC_NS}-s1 "$PY" "$FLOW" send 10.0.2.1 5309 8 --cc hpcc --sport 41000 \
 		--started "$OUT/regrowth.started" >/dev/null &
 	for i in $(seq 100); do [ -f "$OUT/regrowth.started" ] && break; sleep 0.1; done
 	sleep 2
 	bstart=$(date +%s%N)
-	timeout 30 ip netns exec hpcc-s2 "$PY" "$FLOW" send 10.0.2.1 5310 1.5 --cc cubic --sport 42000 >/dev/null
+	timeout 30 ip netns exec ${HPCC_NS}-s2 "$PY" "$FLOW" send 10.0.2.1 5310 1.5 --cc cubic --sport 42000 >/dev/null
 	bend=$(date +%s%N)
 	wait
-	"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir hpcc-sw1 rcv)" >"$OUT/regrowth.log"
+	"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/regrowth.log"
 	"$PY" - "$OUT/regrowth.log" <<-'EOF'
 	import sys
 	rows = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
@@ -541,4 +543,4 @@ ktap_perf_check "small_window_climbs_back_within_50_rtts" t_regrowth :
 
 t_no_warnings() { ! dmesg | grep -E 'BUG:|WARNING:|Oops|general protection'; }
 ktap_check "no_kernel_warnings" t_no_warnings
-ktap_finish
+ktap_finished

@@ -28,24 +28,26 @@ N_FORGED=${N_FORGED:-200}
 require_root_and_vm
 require_tools ip tc python3 modprobe ethtool nstat
 
-ktap_header 11
+ktap_print_header
+
+ktap_set_plan 11
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc ||
-	{ ktap_fail "module_loads"; ktap_finish; }
+load_module ||
+	{ ktap_test_fail "module_loads"; ktap_finished; }
 P=/sys/module/tcp_hpcc/parameters
 PERF_WHY=$(perf_gate)
-ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
+ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 
 # --- 1-5: an unshaped path, GRO on, exact accounting -------------------------
-topo_line || { ktap_fail "topology"; ktap_finish; }
+topo_line || { ktap_test_fail "topology"; ktap_finished; }
 for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; do
 	set -- $ns_dev
 	ip netns exec "$1" ethtool -K "$2" gro on >/dev/null 2>&1
 done
 GRO=$(ip netns exec "$NS_RCV" ethtool -k veth0 | awk '/^generic-receive-offload/ { print $2 }')
-ktap_info "receiver GRO: $GRO"
+ktap_print_msg "receiver GRO: $GRO"
 
 # The tcp_hpcc:hpcc_sample tracepoint, on for the first flow.
 hpcc_trace_start
@@ -65,8 +67,8 @@ declare -A d
 for k in $RESPONSE_COUNTERS; do
 	d[$k]=$(($(hpcc_stat $k) - ${before[$k]}))
 done
-ktap_info "probes sent ${d[probes_sent]} received ${d[probes_received]}; responses sent ${d[responses_sent]} received ${d[responses_received]} accepted ${d[responses_accepted]}"
-ktap_info "not answered: ${d[probes_no_socket]} (no socket); not accepted: no flow ${d[responses_no_flow]}, mailbox busy ${d[responses_mailbox_busy]}, bad nonce ${d[responses_bad_nonce]}, late ${d[responses_late]}, bad INT ${d[responses_bad_int]}"
+ktap_print_msg "probes sent ${d[probes_sent]} received ${d[probes_received]}; responses sent ${d[responses_sent]} received ${d[responses_received]} accepted ${d[responses_accepted]}"
+ktap_print_msg "not answered: ${d[probes_no_socket]} (no socket); not accepted: no flow ${d[responses_no_flow]}, mailbox busy ${d[responses_mailbox_busy]}, bad nonce ${d[responses_bad_nonce]}, late ${d[responses_late]}, bad INT ${d[responses_bad_int]}"
 
 TRACE_LINES=
 if hpcc_trace_stop "$RESULTS/hpcc_probe.trace"; then
@@ -199,7 +201,7 @@ ktap_check "probe_leads_each_transmit_start" t_tx_start_probe
 # --- 8-11: forged responses during a shaped flow -----------------------------
 topo_cleanup
 topo_line && topo_shape "$RATE_MBIT" "$DELAY_US" $((RATE_MBIT * 1000000 / 8 * 2 * DELAY_US / 1000000 * 2)) ||
-	{ ktap_fail "shaped_topology"; ktap_finish; }
+	{ ktap_test_fail "shaped_topology"; ktap_finished; }
 echo 4 >"$P/max_hops"
 
 # The baseline for "throughput intact" carries the same injector: on a
@@ -210,7 +212,7 @@ echo 4 >"$P/max_hops"
 # check then measures what the forgeries themselves do to the flow.
 ip -n "$NS_RCV" link add hpcc-decoy type dummy && ip -n "$NS_RCV" link set hpcc-decoy up &&
 	ip -n "$NS_RCV" addr add 192.0.2.1/24 dev hpcc-decoy ||
-	{ ktap_fail "decoy_device"; ktap_finish; }
+	{ ktap_test_fail "decoy_device"; ktap_finished; }
 
 flow_mbps() { # flow_mbps SECONDS SPORT [inject|decoy] -> Mbit/s of one hpcc flow
 	timeout 60 ip netns exec "$NS_RCV" python3 "$FLOW" serve 5201 --once >/dev/null &
@@ -245,8 +247,8 @@ forged_pair() {
 	for k in $KINDS; do d2[$k]=$(($(hpcc_stat $k) - ${b2[$k]})); done
 }
 forged_pair 40000
-ktap_info "throughput with $((6 * N_FORGED)) packets injected: to a dummy device ${CLEAN} Mbit/s, as forgeries toward the flow ${FORGED} Mbit/s"
-ktap_info "counted: bad_nonce ${d2[responses_bad_nonce]} truncated ${d2[malformed_truncated]} too_many_hops ${d2[responses_too_many_hops]} random(bad magic) ${d2[malformed_magic]} no_flow ${d2[responses_no_flow]}; genuine accepted ${d2[responses_accepted]}"
+ktap_print_msg "throughput with $((6 * N_FORGED)) packets injected: to a dummy device ${CLEAN} Mbit/s, as forgeries toward the flow ${FORGED} Mbit/s"
+ktap_print_msg "counted: bad_nonce ${d2[responses_bad_nonce]} truncated ${d2[malformed_truncated]} too_many_hops ${d2[responses_too_many_hops]} random(bad magic) ${d2[malformed_magic]} no_flow ${d2[responses_no_flow]}; genuine accepted ${d2[responses_accepted]}"
 echo "clean_mbps=$CLEAN forged_mbps=$FORGED $(for k in $KINDS; do printf '%s=%s ' "$k" "${d2[$k]}"; done)" \
 	>"$RESULTS/hpcc_probe.forged.txt"
 
@@ -281,4 +283,4 @@ t_no_oops() {
 ktap_check "no_kernel_warnings" t_no_oops
 
 echo 8 >"$P/max_hops"
-ktap_finish
+ktap_finished

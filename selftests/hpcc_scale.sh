@@ -37,7 +37,9 @@ PORT=7000
 require_root_and_vm
 require_tools ip tc python3 modprobe perf
 
-ktap_header 6
+ktap_print_header
+
+ktap_set_plan 6
 mkdir -p "$OUT"
 cleanup() {
 	pkill -f hpcc_many.py 2>/dev/null
@@ -45,15 +47,15 @@ cleanup() {
 	intsw_cleanup
 }
 trap cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+load_module || { ktap_test_fail "module_loads"; ktap_finished; }
 ulimit -n 1048576
 
-intsw_topo_many || { ktap_fail "topology"; ktap_finish; }
+intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
 
-start_echo() { # start_echo PORT: an echo server in hpcc-rcv
-	ip netns exec hpcc-rcv python3 "$MANY" echo "$1" >"$OUT/echo.$1.log" 2>&1 &
-	wait_listening hpcc-rcv "sport = :$1" 1
+start_echo() { # start_echo PORT: an echo server in ${HPCC_NS}-rcv
+	ip netns exec ${HPCC_NS}-rcv python3 "$MANY" echo "$1" >"$OUT/echo.$1.log" 2>&1 &
+	wait_listening ${HPCC_NS}-rcv "sport = :$1" 1
 }
 
 slab() { # slab FIELD: active_objs, objsize or bytes (slabs * pages * 4 KiB)
@@ -112,15 +114,15 @@ start_echo $PORT
 : >"$OUT/cost.txt"
 for n in 1 1000; do
 	cost_start || break
-	timeout 600 ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT $n \
+	timeout 600 ip netns exec ${HPCC_NS}-s1 python3 "$MANY" many 10.0.2.1 $PORT $n \
 		--rounds $((n == 1 ? 200 : 3)) >"$OUT/cost.$n.json" 2>&1
 	cost_stop "$n flows" >>"$OUT/cost.txt"
 done
-ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 --ports 1024 \
+ip netns exec ${HPCC_NS}-s1 python3 "$MANY" many 10.0.2.1 $PORT "$N" --rounds 3 --hold 20 --ports 1024 \
 	>"$OUT/many.json" 2>"$OUT/many.err" &
 many=$!
 # Time lookups once all N are open (the first round's echoes).
-( for i in $(seq 1 600); do [ "$(hpcc_stat flows hpcc-s1)" -ge "$N" ] && break; sleep 1; done
+( for i in $(seq 1 600); do [ "$(hpcc_stat flows ${HPCC_NS}-s1)" -ge "$N" ] && break; sleep 1; done
   cost_start && sleep 30 && cost_stop "$N flows" >>"$OUT/cost.txt" ) &
 costjob=$!
 # While they are held open: the slab and the counters.
@@ -131,14 +133,14 @@ while kill -0 $many 2>/dev/null; do
 done
 wait $many
 wait $costjob
-ktap_info_lines <"$OUT/cost.txt"
+ktap_print_msg_lines <"$OUT/cost.txt"
 res=$(cat "$OUT/many.json")
-started=$(hpcc_stat flows_started hpcc-s1)
-with=$(hpcc_stat flows_with_telemetry hpcc-s1)
-refused=$(( $(hpcc_stat flows_without_state hpcc-s1) + $(hpcc_stat flows_over_netns_limit hpcc-s1) +
-	$(hpcc_stat flows_churn_deferred hpcc-s1) ))
-ktap_info "$N connections: $res"
-ktap_info "flow state: started $started, with telemetry $with, refused $refused"
+started=$(hpcc_stat flows_started ${HPCC_NS}-s1)
+with=$(hpcc_stat flows_with_telemetry ${HPCC_NS}-s1)
+refused=$(( $(hpcc_stat flows_without_state ${HPCC_NS}-s1) + $(hpcc_stat flows_over_netns_limit ${HPCC_NS}-s1) +
+	$(hpcc_stat flows_churn_deferred ${HPCC_NS}-s1) ))
+ktap_print_msg "$N connections: $res"
+ktap_print_msg "flow state: started $started, with telemetry $with, refused $refused"
 t_connect() {
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); n=int(sys.argv[2]);
 sys.exit(0 if r["connected"] == n and r["echoed"] == n else 1)' "$OUT/many.json" "$N"
@@ -149,16 +151,16 @@ ktap_check "every_connection_got_flow_state" t_state
 t_telemetry() { [ "$started" -gt 0 ] && [ $((with * 1000 / started)) -gt 990 ]; }
 ktap_check "over_99pct_applied_a_response" t_telemetry
 bytes=$(cat "$OUT/slab_bytes" 2>/dev/null || echo 0)
-ktap_info "hpcc_flow slab at peak: $peak objects of $(slab objsize) B, $bytes B in slabs ($((bytes / (peak > 0 ? peak : 1))) B per flow)"
+ktap_print_msg "hpcc_flow slab at peak: $peak objects of $(slab objsize) B, $bytes B in slabs ($((bytes / (peak > 0 ? peak : 1))) B per flow)"
 t_mem() { [ "$peak" -ge "$N" ]; }
 ktap_check "slab_holds_one_object_per_flow" t_mem
 t_freed() {
 	local i
 	for i in $(seq 1 60); do
-		[ "$(hpcc_stat flows hpcc-s1)" -eq 0 ] && return 0
+		[ "$(hpcc_stat flows ${HPCC_NS}-s1)" -eq 0 ] && return 0
 		sleep 1
 	done
-	echo "flows still allocated: $(hpcc_stat flows hpcc-s1), pending free $(hpcc_stat flows_pending_free hpcc-s1)"
+	echo "flows still allocated: $(hpcc_stat flows ${HPCC_NS}-s1), pending free $(hpcc_stat flows_pending_free ${HPCC_NS}-s1)"
 	return 1
 }
 ktap_check "flow_state_freed_after_close" t_freed
@@ -167,32 +169,32 @@ ktap_check "flow_state_freed_after_close" t_freed
 LIMIT=1000
 t_isolation() {
 	echo $LIMIT >"$P/max_flows_per_netns" || return 1
-	ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=hpcc || return 1
+	ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control=hpcc || return 1
 	start_echo $((PORT + 1)) || return 1
 	local srv0 lim0 vic0 vic1
-	lim0=$(hpcc_stat flows_over_netns_limit hpcc-rcv)
-	vic0=$(hpcc_stat flows_with_telemetry hpcc-s1)
+	lim0=$(hpcc_stat flows_over_netns_limit ${HPCC_NS}-rcv)
+	vic0=$(hpcc_stat flows_with_telemetry ${HPCC_NS}-s1)
 	# The remote peer: 2 x LIMIT cubic connections, each answered by an
 	# hpcc server socket in hpcc-rcv (the echo is data: flow state).
-	ip netns exec hpcc-s2 python3 "$MANY" many 10.0.2.1 $((PORT + 1)) $((2 * LIMIT)) \
+	ip netns exec ${HPCC_NS}-s2 python3 "$MANY" many 10.0.2.1 $((PORT + 1)) $((2 * LIMIT)) \
 		--cc cubic --rounds 3 --hold 30 >"$OUT/peer.json" 2>&1 &
 	local peer=$! i
 	for i in $(seq 1 120); do
-		[ "$(hpcc_stat flows hpcc-rcv)" -ge $LIMIT ] && break
+		[ "$(hpcc_stat flows ${HPCC_NS}-rcv)" -ge $LIMIT ] && break
 		sleep 1
 	done
 	# Meanwhile, in another netns: 200 hpcc connections.
-	ip netns exec hpcc-s1 python3 "$MANY" many 10.0.2.1 $PORT 200 --rounds 3 >"$OUT/victim.json" 2>&1
-	vic1=$(hpcc_stat flows_with_telemetry hpcc-s1)
+	ip netns exec ${HPCC_NS}-s1 python3 "$MANY" many 10.0.2.1 $PORT 200 --rounds 3 >"$OUT/victim.json" 2>&1
+	vic1=$(hpcc_stat flows_with_telemetry ${HPCC_NS}-s1)
 	wait $peer
-	local over=$(( $(hpcc_stat flows_over_netns_limit hpcc-rcv) - lim0 ))
+	local over=$(( $(hpcc_stat flows_over_netns_limit ${HPCC_NS}-rcv) - lim0 ))
 	echo "server netns: flows over the limit $over; other netns: $((vic1 - vic0)) of 200 flows with telemetry; $(cat "$OUT/victim.json")"
-	ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
+	ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
 	echo 0 >"$P/max_flows_per_netns"
 	[ "$over" -ge $LIMIT ] && [ $((vic1 - vic0)) -ge 198 ]
 }
 t_isolation >"$OUT/isolation.txt" 2>&1; rc=$?
-ktap_info_lines <"$OUT/isolation.txt"
-if [ $rc -eq 0 ]; then ktap_pass "netns_limit_isolates_namespaces"; else ktap_fail "netns_limit_isolates_namespaces"; fi
+ktap_print_msg_lines <"$OUT/isolation.txt"
+if [ $rc -eq 0 ]; then ktap_test_pass "netns_limit_isolates_namespaces"; else ktap_test_fail "netns_limit_isolates_namespaces"; fi
 
-ktap_finish
+ktap_finished

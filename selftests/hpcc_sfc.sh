@@ -46,7 +46,9 @@ PORT=9000
 require_root_and_vm
 require_tools ip tc bpftool python3 modprobe
 
-ktap_header 8
+ktap_print_header
+
+ktap_set_plan 8
 mkdir -p "$OUT"
 cleanup() {
 	echo 0 >"$P/sfc_enable" 2>/dev/null
@@ -57,12 +59,12 @@ cleanup() {
 }
 trap cleanup EXIT
 dmesg -c >/dev/null 2>&1
-intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+load_module || { ktap_test_fail "module_loads"; ktap_finished; }
 intsw_topo_fanin 1 rate_mbit=10 rtt_us=20000 split=1 buffer=100000 >"$OUT/topo.log" 2>&1 &&
-	intsw_sfc hpcc-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >>"$OUT/topo.log" 2>&1 &&
-	ip netns exec hpcc-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc ||
-	{ ktap_info_lines <"$OUT/topo.log"; ktap_fail "topology"; ktap_finish; }
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >>"$OUT/topo.log" 2>&1 &&
+	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc ||
+	{ ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
 
 # The tcp_hpcc:hpcc_sfc tracepoint around a test: sfc_trace_on, then
 # sfc_trace_off FILE keeps its lines.
@@ -71,7 +73,7 @@ sfc_trace_on() { hpcc_tracefs && echo >"$HPCC_TR/trace" && echo 1 >"$SFC_EV"; }
 sfc_trace_off() { echo 0 >"$SFC_EV"; grep 'hpcc_sfc: ' "$HPCC_TR/trace" >"$1"; }
 
 # sfc counters of the sender's netns as "name=value" words.
-sfc_counts() { ip netns exec hpcc-s1 cat /proc/net/hpcc_stat | awk '/^sfc_/ { print $1 "=" $2 }'; }
+sfc_counts() { ip netns exec ${HPCC_NS}-s1 cat /proc/net/hpcc_stat | awk '/^sfc_/ { print $1 "=" $2 }'; }
 delta() { # delta BEFORE_FILE AFTER_FILE NAME
 	local a b
 	a=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$1")
@@ -81,10 +83,10 @@ delta() { # delta BEFORE_FILE AFTER_FILE NAME
 
 # flow NAME SECS: an hpcc bulk flow hpcc-s1 -> hpcc-rcv for SECS seconds.
 flow() {
-	ip netns exec hpcc-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
-	wait_listening hpcc-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec hpcc-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT "$2" >"$OUT/$1.send"
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT "$2" >"$OUT/$1.send"
 	wait $k
 }
 
@@ -92,12 +94,12 @@ flow() {
 t_default_off() {
 	echo "sfc_enable=$(cat $P/sfc_enable) sfc_acl='$(cat $P/sfc_acl)'"
 	[ "$(cat $P/sfc_enable)" = 0 ] && [ -z "$(cat $P/sfc_acl)" ] || return 1
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	sfc_counts >"$OUT/off.0"
 	flow off 3 || return 1
 	sfc_counts >"$OUT/off.1"
 	local sent rx dis app
-	sent=$(intsw_get hpcc-sw1 rcv sfc_signals_sent)
+	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
 	rx=$(delta "$OUT/off.0" "$OUT/off.1" sfc_received)
 	dis=$(delta "$OUT/off.0" "$OUT/off.1" sfc_disabled)
 	app=$(( $(delta "$OUT/off.0" "$OUT/off.1" sfc_applied) + $(delta "$OUT/off.0" "$OUT/off.1" sfc_deferred) ))
@@ -105,26 +107,26 @@ t_default_off() {
 	[ "$sent" -gt 0 ] && [ "$rx" -gt 0 ] && [ "$rx" -le "$sent" ] && [ "$dis" -eq "$rx" ] && [ "$app" -eq 0 ]
 }
 ktap_check "disabled_by_default_counts_and_ignores" t_default_off
-Q_OFF=$(intsw_get hpcc-sw1 rcv qlen_p99_bytes)
+Q_OFF=$(intsw_get ${HPCC_NS}-sw1 rcv qlen_p99_bytes)
 
 # 2. Enabled for the switch's address.
 t_enabled() {
 	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
 	echo "sfc_acl: $(cat $P/sfc_acl)"
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	sfc_counts >"$OUT/on.0"
 	sfc_trace_on
 	flow on 3 || return 1
 	sfc_trace_off "$OUT/on.trace"
 	sfc_counts >"$OUT/on.1"
 	local sent rx app def cut
-	sent=$(intsw_get hpcc-sw1 rcv sfc_signals_sent)
+	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
 	rx=$(delta "$OUT/on.0" "$OUT/on.1" sfc_received)
 	app=$(delta "$OUT/on.0" "$OUT/on.1" sfc_applied)
 	def=$(delta "$OUT/on.0" "$OUT/on.1" sfc_deferred)
 	cut=$(delta "$OUT/on.0" "$OUT/on.1" sfc_window_cuts)
 	echo "switch sent $sent; host received $rx, applied $app, deferred $def, window cuts $cut;" \
-		"queue p99 $(intsw_get hpcc-sw1 rcv qlen_p99_bytes) B (SFC off: $Q_OFF B); $(tail -1 "$OUT/on.send")"
+		"queue p99 $(intsw_get ${HPCC_NS}-sw1 rcv qlen_p99_bytes) B (SFC off: $Q_OFF B); $(tail -1 "$OUT/on.send")"
 	echo "all sfc counters:"; paste -sd' ' "$OUT/on.1"
 	[ "$rx" -gt 0 ] && [ $((app + def)) -gt 0 ] && [ "$cut" -gt 0 ]
 }
@@ -132,11 +134,11 @@ ktap_check_v "enabled_signals_pause_and_cut" t_enabled
 
 # 3. Spoofed and malformed signals, the switch silent.
 t_spoof() {
-	intsw_sfc hpcc-sw1 rcv trigger=0 >/dev/null || return 1
-	ip netns exec hpcc-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
-	wait_listening hpcc-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec hpcc-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$OUT/spoof.send" &
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$OUT/spoof.send" &
 	local s=$! i
 	for i in $(seq 1 100); do [ -s "$OUT/spoof.send" ] && break; sleep 0.2; done
 	local sport isn
@@ -146,7 +148,7 @@ t_spoof() {
 	sfc_counts >"$OUT/spoof.0"
 	sfc_trace_on
 	# One process sends all, while the connection is surely up.
-	ip netns exec hpcc-sw1 python3 "$SIG" inject --to 10.1.1.1 --dport $PORT --count 10 \
+	ip netns exec ${HPCC_NS}-sw1 python3 "$SIG" inject --to 10.1.1.1 --dport $PORT --count 10 \
 		--case "10.9.9.9,255,$sport,0,good" --case "10.255.0.1,254,$sport,0,good" \
 		--case "10.255.0.1,255,1,0,good" \
 		--case "10.255.0.1,255,$sport,$(((isn - 1000000) & 0xffffffff)),good" \
@@ -156,7 +158,7 @@ t_spoof() {
 	sfc_trace_off "$OUT/spoof.trace"
 	sfc_counts >"$OUT/spoof.1"
 	local alive
-	alive=$(ip netns exec hpcc-s1 ss -tnH state established "( sport = :$sport )" | wc -l)
+	alive=$(ip netns exec ${HPCC_NS}-s1 ss -tnH state established "( sport = :$sport )" | wc -l)
 	echo "connection still established after the injections: $alive"
 	kill $s 2>/dev/null
 	wait $s
@@ -181,17 +183,17 @@ ktap_check "spoofed_and_malformed_counted_never_applied" t_spoof
 # to the gap and is not the pause (checks 2 and the incast test cover it).
 t_precision() {
 	echo 0 >"$P/sfc_window_cut" || return 1
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	sfc_counts >"$OUT/pause.0"
-	ip netns exec hpcc-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
-	wait_listening hpcc-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec hpcc-s1 python3 "$SIG" pause 10.0.2.1 $PORT >"$OUT/pause.json"
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT >"$OUT/pause.json"
 	echo 1 >"$P/sfc_window_cut"
 	[ -s "$OUT/pause.json" ] || return 1
 	wait $k
 	sfc_counts >"$OUT/pause.1"
-	python3 "$INTSW_DIR/intsw.py" log "$(intsw_dir hpcc-sw1 rcv)" >"$OUT/pause.log"
+	python3 "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/pause.log"
 	echo "applied $(delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied), deferred" \
 		"$(delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred); $(cat "$OUT/pause.json")"
 	[ $(($(delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied) + $(delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred))) -eq 1 ] ||
@@ -227,7 +229,7 @@ t_precision() {
 # under a slow or shared TCG host the flow's own departures have gaps of
 # 3-5 ms, as long as the pause.
 ktap_perf_check "injected_5ms_pause_is_a_5ms_gap_on_the_wire" t_precision
-[ ! -s "$OUT/pause.txt" ] || ktap_info_lines <"$OUT/pause.txt"
+[ ! -s "$OUT/pause.txt" ] || ktap_print_msg_lines <"$OUT/pause.txt"
 
 # 5. The tracepoint: one line per signal with the counters' outcome.
 t_trace() {
@@ -261,8 +263,8 @@ ktap_check_v "tracepoint_reports_each_signal" t_trace
 t_scope() {
 	local ok=0 d
 	echo 1 >"$P/sfc_scope" || return 1
-	intsw_sfc hpcc-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
-	ip netns exec hpcc-s1 sysctl -qw net.ipv4.tcp_congestion_control=cubic || return 1
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
+	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=cubic || return 1
 	# (a) cubic, no EDT qdisc on the sender: counted and said once.
 	local warn
 	warn=$(dmesg | grep -c "sfc_scope: no EDT qdisc")
@@ -277,11 +279,11 @@ t_scope() {
 		[ "$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_no_edt_qdisc)" -gt 0 ] &&
 		[ "$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_held)" -eq 0 ] && [ "$warn" -eq 1 ] || ok=1
 	# (b) cubic with sch_fq: held.
-	tc -n hpcc-s1 qdisc replace dev eth0 root fq || return 1
-	intsw_reset hpcc-sw1 rcv
+	tc -n ${HPCC_NS}-s1 qdisc replace dev eth0 root fq || return 1
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	flow scope-fq 3 || return 1
 	sfc_counts >"$OUT/scope.2"
-	echo "cubic with fq: switch sent $(intsw_get hpcc-sw1 rcv sfc_signals_sent), host applied at egress" \
+	echo "cubic with fq: switch sent $(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent), host applied at egress" \
 		"$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied_egress), held $(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_held)" \
 		"packets, no EDT qdisc $(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc), hpcc-path applied" \
 		"$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied); $(tail -1 "$OUT/scope-fq.send")"
@@ -290,16 +292,16 @@ t_scope() {
 		[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc)" -eq 0 ] &&
 		[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied)" -eq 0 ] || ok=1
 	# (c) UDP at twice the port's rate.
-	intsw_reset hpcc-sw1 rcv
-	ip netns exec hpcc-s1 python3 "$SIG" blast 10.0.2.1 9999 2 --mbit 20 >"$OUT/scope-udp.send" || return 1
+	intsw_reset ${HPCC_NS}-sw1 rcv
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" blast 10.0.2.1 9999 2 --mbit 20 >"$OUT/scope-udp.send" || return 1
 	sfc_counts >"$OUT/scope.3"
-	echo "UDP with fq: switch sent $(intsw_get hpcc-sw1 rcv sfc_signals_sent), host applied at egress" \
+	echo "UDP with fq: switch sent $(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent), host applied at egress" \
 		"$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress), held $(delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held) packets"
 	[ "$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress)" -gt 0 ] &&
 		[ "$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held)" -gt 0 ] || ok=1
 	echo 0 >"$P/sfc_scope"
-	tc -n hpcc-s1 qdisc del dev eth0 root 2>/dev/null
-	ip netns exec hpcc-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc
+	tc -n ${HPCC_NS}-s1 qdisc del dev eth0 root 2>/dev/null
+	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc
 	return $ok
 }
 ktap_check_v "scope_all_pauses_other_flows_at_egress" t_scope
@@ -310,20 +312,20 @@ ktap_check_v "scope_all_pauses_other_flows_at_egress" t_scope
 # it carries what it carries alone, within 5%.
 FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
 rev_flow() { # rev_flow TAG: the reverse flow for 3 s; prints its Mbit/s
-	ip netns exec hpcc-s1 python3 "$FLOW" serve 9100 --once --quiet >/dev/null &
+	ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" serve 9100 --once --quiet >/dev/null &
 	local k=$!
-	wait_listening hpcc-s1 "sport = :9100" 1 || return 1
-	ip netns exec hpcc-rcv python3 "$FLOW" send 10.1.1.1 9100 3 --cc hpcc --maxrate 2 >"$OUT/rev.$1.json" || return 1
+	wait_listening ${HPCC_NS}-s1 "sport = :9100" 1 || return 1
+	ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" send 10.1.1.1 9100 3 --cc hpcc --maxrate 2 >"$OUT/rev.$1.json" || return 1
 	wait $k
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mbps"])' "$OUT/rev.$1.json"
 }
-rcv_received() { ip netns exec hpcc-rcv cat /proc/net/hpcc_stat | awk '$1 == "sfc_received" { print $2 }'; }
+rcv_received() { ip netns exec ${HPCC_NS}-rcv cat /proc/net/hpcc_stat | awk '$1 == "sfc_received" { print $2 }'; }
 t_collateral() {
 	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
-	intsw_sfc hpcc-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
 	local alone busy r0 r1 sent
 	alone=$(rev_flow alone) || return 1
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	r0=$(rcv_received)
 	flow collateral 5 &
 	local f=$!
@@ -331,7 +333,7 @@ t_collateral() {
 	busy=$(rev_flow busy) || return 1
 	wait $f
 	r1=$(rcv_received)
-	sent=$(intsw_get hpcc-sw1 rcv sfc_signals_sent)
+	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
 	echo "reverse flow alone $alone Mbit/s, beside the signalled one $busy Mbit/s; the switch sent" \
 		"$sent signals, the reverse flow's sender received $((r1 - r0))"
 	[ "$sent" -gt 0 ] && [ $((r1 - r0)) -eq 0 ] &&
@@ -345,4 +347,4 @@ t_dmesg() {
 }
 ktap_check "no_kernel_warnings" t_dmesg
 
-ktap_finish
+ktap_finished

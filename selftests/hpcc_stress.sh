@@ -47,7 +47,9 @@ DROP=7999        # SYNs to this port are dropped: SYN_SENT
 require_root_and_vm
 require_tools ip tc python3 modprobe rmmod nft
 
-ktap_header 9
+ktap_print_header
+
+ktap_set_plan 9
 mkdir -p "$OUT"
 mountpoint -q $DBG || mount -t debugfs none $DBG
 pids=()
@@ -57,8 +59,8 @@ cleanup() {
 	pkill -f hpcc_many.py 2>/dev/null
 	pkill -f hpcc_flow.py 2>/dev/null
 	[ -w $DBG/failslab/probability ] && echo 0 >$DBG/failslab/probability
-	ip netns del hpcc-x1 2>/dev/null
-	ip netns del hpcc-x2 2>/dev/null
+	ip netns del ${HPCC_NS}-x1 2>/dev/null
+	ip netns del ${HPCC_NS}-x2 2>/dev/null
 	intsw_cleanup
 }
 trap cleanup EXIT
@@ -67,11 +69,11 @@ trap cleanup EXIT
 dmesg -c >/dev/null 2>&1 || true
 [ -w $DBG/kmemleak ] && echo clear >$DBG/kmemleak
 start=$(date +%s)
-intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { ktap_fail "module_loads"; ktap_finish; }
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+load_module || { ktap_test_fail "module_loads"; ktap_finished; }
 ulimit -n 1048576
-intsw_topo_many || { ktap_fail "topology"; ktap_finish; }
-ip netns exec hpcc-rcv nft -f - <<NFT || { ktap_fail "drop_rule"; ktap_finish; }
+intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
+ip netns exec ${HPCC_NS}-rcv nft -f - <<NFT || { ktap_test_fail "drop_rule"; ktap_finished; }
 table inet hpcc_stress {
 	chain in {
 		type filter hook input priority 0;
@@ -79,13 +81,13 @@ table inet hpcc_stress {
 	}
 }
 NFT
-ip netns exec hpcc-rcv python3 "$MANY" echo $PORT >"$OUT/echo.log" 2>&1 &
+ip netns exec ${HPCC_NS}-rcv python3 "$MANY" echo $PORT >"$OUT/echo.log" 2>&1 &
 pids+=($!)
-ip netns exec hpcc-rcv sh -c "sysctl -qw net.ipv4.tcp_congestion_control=hpcc &&
+ip netns exec ${HPCC_NS}-rcv sh -c "sysctl -qw net.ipv4.tcp_congestion_control=hpcc &&
 	exec python3 $MANY echo $HPORT" >"$OUT/echo-hpcc.log" 2>&1 &
 pids+=($!)
-wait_listening hpcc-rcv "sport = :$PORT" 1 && wait_listening hpcc-rcv "sport = :$HPORT" 1 ||
-	{ ktap_fail "echo_servers"; ktap_finish; }
+wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 && wait_listening ${HPCC_NS}-rcv "sport = :$HPORT" 1 ||
+	{ ktap_test_fail "echo_servers"; ktap_finished; }
 
 # The load lasts at least SECS from here (set-up under KASAN takes
 # minutes), and until the churn and the storm are done: the other loads
@@ -106,22 +108,22 @@ running() { [ ! -e "$STOP" ]; }
 # storm enters each target through its loopback.
 #
 # Churn: CONNS short connections, half to each server, at once.
-ip netns exec hpcc-s1 python3 "$MANY" churn 10.0.2.1 $PORT $((CONNS / 2)) --parallel 32 --bytes 2000 \
+ip netns exec ${HPCC_NS}-s1 python3 "$MANY" churn 10.0.2.1 $PORT $((CONNS / 2)) --parallel 32 --bytes 2000 \
 	>"$OUT/churn.json" 2>"$OUT/churn.err" &
 churn=$!
-ip netns exec hpcc-s2 python3 "$MANY" churn 10.0.2.1 $HPORT $((CONNS - CONNS / 2)) --parallel 32 --bytes 2000 \
+ip netns exec ${HPCC_NS}-s2 python3 "$MANY" churn 10.0.2.1 $HPORT $((CONNS - CONNS / 2)) --parallel 32 --bytes 2000 \
 	>"$OUT/churn-hpcc.json" 2>"$OUT/churn-hpcc.err" &
 churn2=$!
 # Toggling in every state, until the end.
-ip netns exec hpcc-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP 86400 --stop "$STOP" \
+ip netns exec ${HPCC_NS}-s1 python3 "$MANY" toggle 10.0.2.1 $PORT $DROP 86400 --stop "$STOP" \
 	>"$OUT/toggle.json" 2>"$OUT/toggle.err" &
 toggle=$!
 # The storm: into the receiver's hooks (probes and responses) and the
 # sender's, each from a raw socket in that netns to its own address.
-ip netns exec hpcc-rcv python3 "$FLOW" storm 86400 $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
+ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" storm 86400 $((HOSTILE / 2)) --src 10.1.2.1 --dst 10.0.2.1 \
 	>"$OUT/storm-rcv.json" 2>"$OUT/storm-rcv.err" &
 storm1=$!
-ip netns exec hpcc-s1 python3 "$FLOW" storm 86400 $((HOSTILE - HOSTILE / 2)) --src 10.0.2.1 --dst 10.1.1.1 \
+ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" storm 86400 $((HOSTILE - HOSTILE / 2)) --src 10.0.2.1 --dst 10.1.1.1 \
 	>"$OUT/storm-snd.json" 2>"$OUT/storm-snd.err" &
 storm2=$!
 # Parameters: valid and invalid values, restored at the end.
@@ -151,20 +153,20 @@ params=$!
 netns_loop() {
 	local cycles=0 p1 p2
 	while running; do
-		ip netns add hpcc-x1 && ip netns add hpcc-x2 || break
-		ip link add x1 netns hpcc-x1 type veth peer name x2 netns hpcc-x2
-		ip -n hpcc-x1 addr add 10.9.0.1/24 dev x1 && ip -n hpcc-x1 link set x1 up
-		ip -n hpcc-x2 addr add 10.9.0.2/24 dev x2 && ip -n hpcc-x2 link set x2 up
-		ip netns exec hpcc-x2 python3 "$FLOW" serve 7100 --quiet >/dev/null 2>&1 &
+		ip netns add ${HPCC_NS}-x1 && ip netns add ${HPCC_NS}-x2 || break
+		ip link add x1 netns ${HPCC_NS}-x1 type veth peer name x2 netns ${HPCC_NS}-x2
+		ip -n ${HPCC_NS}-x1 addr add 10.9.0.1/24 dev x1 && ip -n ${HPCC_NS}-x1 link set x1 up
+		ip -n ${HPCC_NS}-x2 addr add 10.9.0.2/24 dev x2 && ip -n ${HPCC_NS}-x2 link set x2 up
+		ip netns exec ${HPCC_NS}-x2 python3 "$FLOW" serve 7100 --quiet >/dev/null 2>&1 &
 		p2=$!
-		wait_listening hpcc-x2 "sport = :7100" 1
-		ip netns exec hpcc-x1 python3 "$FLOW" send 10.9.0.2 7100 30 --cc hpcc >/dev/null 2>&1 &
+		wait_listening ${HPCC_NS}-x2 "sport = :7100" 1
+		ip netns exec ${HPCC_NS}-x1 python3 "$FLOW" send 10.9.0.2 7100 30 --cc hpcc >/dev/null 2>&1 &
 		p1=$!
 		sleep 3
 		# The namespaces go while the flow runs: its sockets die with them.
 		kill -9 $p1 $p2 2>/dev/null
-		ip netns del hpcc-x1
-		ip netns del hpcc-x2
+		ip netns del ${HPCC_NS}-x1
+		ip netns del ${HPCC_NS}-x2
 		wait $p1 $p2 2>/dev/null
 		cycles=$((cycles + 1))
 	done
@@ -194,7 +196,7 @@ wait $churn $churn2 $storm1 $storm2
 while [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
 touch "$STOP"
 wait $toggle $params $netns
-ktap_info "load ran $(( $(date +%s) - load )) s (set-up $((load - start)) s)"
+ktap_print_msg "load ran $(( $(date +%s) - load )) s (set-up $((load - start)) s)"
 
 # --- results -------------------------------------------------------------------------
 t_churn() {
@@ -205,22 +207,22 @@ rs=[json.loads(l) for l in sys.stdin if l.strip()]
 n=int(sys.argv[1]); done=sum(r["done"] for r in rs); failed=sum(r["failed"] for r in rs)
 sys.exit(0 if done == n and failed == 0 else 1)' "$CONNS"
 }
-ktap_info "churn: $(cat "$OUT/churn.json" "$OUT/churn-hpcc.json" | tr '\n' ' ')"
+ktap_print_msg "churn: $(cat "$OUT/churn.json" "$OUT/churn-hpcc.json" | tr '\n' ' ')"
 ktap_check "${CONNS}_short_connections" t_churn
-ktap_info "toggles: $(cat "$OUT/toggle.json")"
+ktap_print_msg "toggles: $(cat "$OUT/toggle.json")"
 t_toggle() { cat "$OUT/toggle.json" "$OUT/toggle.err"; grep -q '"toggles": [1-9]' "$OUT/toggle.json"; }
 ktap_check "cc_switched_in_every_state" t_toggle
 sent=$(cat "$OUT/storm-rcv.json" "$OUT/storm-snd.json" | python3 -c 'import json,sys; print(sum(json.loads(l)["sent"] for l in sys.stdin if l.strip()))' 2>/dev/null || echo 0)
-ktap_info "hostile packets sent: $sent"
+ktap_print_msg "hostile packets sent: $sent"
 t_storm() { [ "$sent" -ge "$HOSTILE" ]; }
 ktap_check "hostile_storm_sent" t_storm
-ktap_info "parameter writes, refused: $(cat "$OUT/params.txt")"
+ktap_print_msg "parameter writes, refused: $(cat "$OUT/params.txt")"
 t_params() { read -r w r <"$OUT/params.txt" && [ "$w" -gt 0 ] && [ "$r" -gt 0 ]; }
 ktap_check "params_written_while_running" t_params
-ktap_info "netns deleted under live flows: $(cat "$OUT/netns.txt") times"
+ktap_print_msg "netns deleted under live flows: $(cat "$OUT/netns.txt") times"
 t_netns() { [ "$(cat "$OUT/netns.txt")" -gt 0 ]; }
 ktap_check "netns_deleted_with_live_flows" t_netns
-ktap_info "failslab: flows without state $fs0 -> $fs1"
+ktap_print_msg "failslab: flows without state $fs0 -> $fs1"
 t_failslab() { [ "$fail_on" -eq 1 ] && [ "$fs1" -gt "$fs0" ]; }
 ktap_check "failslab_refusals_fall_back" t_failslab
 
@@ -228,14 +230,14 @@ ktap_check "failslab_refusals_fall_back" t_failslab
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 pkill -f hpcc_many.py 2>/dev/null
 wait 2>/dev/null
-ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
+ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
 t_reload() {
 	local i t ok=0
 	for i in $(seq 1 10); do
-		modprobe tcp_hpcc || return 1
-		ip netns exec hpcc-rcv python3 "$FLOW" serve 7200 --once --quiet >/dev/null 2>&1 &
-		wait_listening hpcc-rcv "sport = :7200" 1 || return 1
-		ip netns exec hpcc-s1 python3 "$FLOW" send 10.0.2.1 7200 1 --cc hpcc >/dev/null || return 1
+		modprobe tcp_hpcc && hpcc_allow || return 1
+		ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" serve 7200 --once --quiet >/dev/null 2>&1 &
+		wait_listening ${HPCC_NS}-rcv "sport = :7200" 1 || return 1
+		ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" send 10.0.2.1 7200 1 --cc hpcc >/dev/null || return 1
 		wait
 		for t in $(seq 1 1000); do
 			rmmod tcp_hpcc 2>/dev/null && { ok=$((ok + 1)); break; }
@@ -243,7 +245,7 @@ t_reload() {
 		done
 	done
 	echo "reloads: $ok of 10"
-	[ $ok -eq 10 ] && modprobe tcp_hpcc
+	[ $ok -eq 10 ] && modprobe tcp_hpcc && hpcc_allow
 }
 ktap_check "rmmod_and_reload_10_times" t_reload
 
@@ -254,7 +256,7 @@ if [ -w $DBG/kmemleak ]; then
 	leaks=$(grep -c "unreferenced object" $DBG/kmemleak)
 	cp $DBG/kmemleak "$OUT/kmemleak.txt"
 fi
-ktap_info "kmemleak: $leaks unreferenced objects"
+ktap_print_msg "kmemleak: $leaks unreferenced objects"
 t_leaks() { [ -w $DBG/kmemleak ] && [ "$leaks" -eq 0 ]; }
 ktap_check "kmemleak_clean" t_leaks
 dmesg >"$OUT/dmesg.txt"
@@ -263,5 +265,5 @@ splats=$((splats + leaks))
 echo "splats: $splats"
 t_splats() { [ "$splats" -eq 0 ] || grep -E 'WARNING:|BUG:|KASAN|locking|lock state|RCU usage|ODEBUG|refcount|leaked|panic' "$OUT/dmesg.txt" | head -20; [ "$splats" -eq 0 ]; }
 ktap_check "no_splats" t_splats
-ktap_info "total $(( $(date +%s) - start )) s"
-ktap_finish
+ktap_print_msg "total $(( $(date +%s) - start )) s"
+ktap_finished

@@ -50,7 +50,7 @@ PY=${INTSW_PY:-python3}
 mkdir -p "$OUT"
 : >"$JSON"
 
-install_module >/dev/null 2>&1 && modprobe tcp_hpcc || { echo "incast: cannot load tcp_hpcc"; exit 1; }
+load_module || { echo "incast: cannot load tcp_hpcc"; exit 1; }
 intsw_build >/dev/null || { echo "incast: cannot build the switch emulator"; exit 1; }
 cleanup() {
 	echo 0 >$P/sfc_enable
@@ -63,7 +63,7 @@ trap cleanup EXIT
 intsw_topo_fanin $((N + 1)) rate_mbit=$RATE_MBIT rtt_us=$RTT_US split=1 buffer=$((4 * BDP)) \
 	ecn_k=$((BDP / 4)) >"$OUT/topo.log" 2>&1 || { cat "$OUT/topo.log"; exit 1; }
 senders=()
-for i in $(seq 1 $((N + 1))); do senders+=("hpcc-s$i"); done
+for i in $(seq 1 $((N + 1))); do senders+=("${HPCC_NS}-s$i"); done
 if [ "$FAMILY" = 6 ]; then
 	intsw_ipv6 $((N + 1)) 1 || exit 1
 	DST=fd00:2::1
@@ -71,12 +71,12 @@ else
 	DST=10.0.2.1
 fi
 _bench_fq "${senders[@]}"
-for ns in "${senders[@]}" hpcc-rcv; do
+for ns in "${senders[@]}" ${HPCC_NS}-rcv; do
 	# Every run starts from the same state: nothing learned from the last.
 	ip netns exec "$ns" sysctl -qw net.ipv4.tcp_no_metrics_save=1
 done
 sender_list=$(IFS=,; echo "${senders[*]:0:N}")
-victim=hpcc-s$((N + 1))
+victim=${HPCC_NS}-s$((N + 1))
 
 sfc_sum() { # the senders' sfc_ counters, summed, as JSON
 	local ns
@@ -86,10 +86,10 @@ sfc_sum() { # the senders' sfc_ counters, summed, as JSON
 
 sfc_mode() { # sfc_mode 0|1
 	if [ "$1" = 1 ]; then
-		intsw_sfc hpcc-sw1 rcv >/dev/null || return 1
+		intsw_sfc ${HPCC_NS}-sw1 rcv >/dev/null || return 1
 		echo 10.255.0.0/24,fd00:ff::/64 >$P/sfc_acl && echo 1 >$P/sfc_enable && echo 1 >$P/sfc_scope
 	else
-		intsw_sfc hpcc-sw1 rcv trigger=0 >/dev/null || return 1
+		intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
 		echo 0 >$P/sfc_enable && echo "" >$P/sfc_acl && echo 0 >$P/sfc_scope
 	fi
 }
@@ -101,16 +101,16 @@ for rep in $(seq 0 $((REPS - 1))); do
 			tag=$algo-sfc$sfc-rep$rep
 			echo "incast: $algo, SFC $sfc, $N:1, repetition $rep" >&2
 			sfc_mode "$sfc" || { echo "incast: cannot set SFC $sfc" >&2; exit 1; }
-			intsw_reset hpcc-sw1 rcv
+			intsw_reset ${HPCC_NS}-sw1 rcv
 			sfc_sum >"$OUT/$tag.sfc0"
-			ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_congestion_control="$algo"
-			"$PY" "$here/incast.py" run --senders "$sender_list" --to hpcc-rcv --dst "$DST" \
+			ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control="$algo"
+			"$PY" "$here/incast.py" run --senders "$sender_list" --to ${HPCC_NS}-rcv --dst "$DST" \
 				--sizes "$sizes" --cc "$algo" --victim "$victim" >"$OUT/$tag.run" 2>"$OUT/$tag.err" ||
 				echo "incast: $tag: $(tail -1 "$OUT/$tag.err")" >&2
 			sleep 0.2
 			sfc_sum >"$OUT/$tag.sfc1"
-			"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir hpcc-sw1 rcv)" >"$OUT/$tag.log"
-			intsw_stats hpcc-sw1 rcv --json >"$OUT/$tag.port"
+			"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/$tag.log"
+			intsw_stats ${HPCC_NS}-sw1 rcv --json >"$OUT/$tag.port"
 			"$PY" - "$here" "$OUT/$tag" "$algo" "$sfc" "$N" "$rep" "$FAMILY" $((RATE_MBIT * 1000000)) \
 				"$RTT_US" >>"$JSON" <<-'EOF' || echo "incast: $tag: no metrics" >&2
 				import json, sys

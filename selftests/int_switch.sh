@@ -9,11 +9,11 @@
 # A port of an emulated switch is one instance of int_switch.bpf.c on the
 # clsact egress hook of a device in a switch netns, with sch_fq as the root
 # qdisc enforcing the departure times the program sets. Its programs and
-# maps are pinned in $(intsw_dir NS DEV) = /sys/fs/bpf/hpcc/NS/DEV/
+# maps are pinned in $(intsw_dir NS DEV) = /sys/fs/bpf/$HPCC_NS/NS/DEV/
 # {progs/,cfg,port,hist,sfc_cfg,sfc,...}, in
 # the init mount namespace (bpftool and intsw.py read them from there; not
 # from `ip netns exec`, which remounts /sys). Layouts: int_switch.h. E.g.
-#   bpftool -j map dump pinned /sys/fs/bpf/hpcc/hpcc-sw1/rcv/port
+#   bpftool -j map dump pinned /sys/fs/bpf/hpcc-XXXXXX/hpcc-XXXXXX-sw1/rcv/port
 # prints every counter by name (map BTF).
 #
 #   intsw_build                          compile the object (once; cached)
@@ -76,7 +76,8 @@
 
 INTSW_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HPCC_ROOT=${HPCC_ROOT:-$(cd "$INTSW_DIR/.." && pwd)}
-INTSW_PIN_ROOT=${INTSW_PIN_ROOT:-/sys/fs/bpf/hpcc}
+: "${HPCC_NS:?int_switch.sh: source lib.sh first}"
+INTSW_PIN_ROOT=${INTSW_PIN_ROOT:-/sys/fs/bpf/$HPCC_NS}
 INTSW_BUILD_DIR=${INTSW_BUILD_DIR:-/tmp/hpcc-intsw}
 INTSW_SRC=$INTSW_DIR/int_switch.bpf.c
 INTSW_OBJ=${INTSW_OBJ:-}
@@ -270,7 +271,7 @@ except OSError as e:
 intsw_cleanup() {
 	local ns
 	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
-		case $ns in hpcc-*) ip netns del "$ns" 2>/dev/null ;; esac
+		case $ns in "$HPCC_NS"-*) ip netns del "$ns" 2>/dev/null ;; esac
 	done
 	rm -rf "$INTSW_PIN_ROOT" 2>/dev/null
 	INTSW_PORTS=()
@@ -337,24 +338,24 @@ intsw_topo_chain() { # intsw_topo_chain NSND NSW RTT_US
 	local nsnd=$1 nsw=$2 rtt=$3 i k
 	intsw_cleanup
 	for k in $(seq 1 "$nsw"); do
-		_intsw_ns "hpcc-sw$k" forwarding
+		_intsw_ns "${HPCC_NS}-sw$k" forwarding
 		# The switch's own address: the source of its SFC signals.
-		_intsw_b "hpcc-sw$k" "addr add 10.255.0.$k/32 dev lo"
+		_intsw_b "${HPCC_NS}-sw$k" "addr add 10.255.0.$k/32 dev lo"
 	done
-	_intsw_ns hpcc-rcv
+	_intsw_ns ${HPCC_NS}-rcv
 	for i in $(seq 1 "$nsnd"); do
-		_intsw_ns "hpcc-s$i"
-		_intsw_link "hpcc-s$i" eth0 "10.1.$i.1/24" hpcc-sw1 "s$i" "10.1.$i.2/24"
-		_intsw_b "hpcc-s$i" "route add default via 10.1.$i.2"
-		_intsw_delay hpcc-sw1 "s$i" "$rtt"
+		_intsw_ns "${HPCC_NS}-s$i"
+		_intsw_link "${HPCC_NS}-s$i" eth0 "10.1.$i.1/24" ${HPCC_NS}-sw1 "s$i" "10.1.$i.2/24"
+		_intsw_b "${HPCC_NS}-s$i" "route add default via 10.1.$i.2"
+		_intsw_delay ${HPCC_NS}-sw1 "s$i" "$rtt"
 	done
 	for k in $(seq 1 $((nsw - 1))); do
-		_intsw_link "hpcc-sw$k" next "10.2.$k.1/24" "hpcc-sw$((k + 1))" prev "10.2.$k.2/24"
-		_intsw_b "hpcc-sw$k" "route add 10.0.2.0/24 via 10.2.$k.2"
-		_intsw_b "hpcc-sw$((k + 1))" "route add default via 10.2.$k.1"
+		_intsw_link "${HPCC_NS}-sw$k" next "10.2.$k.1/24" "${HPCC_NS}-sw$((k + 1))" prev "10.2.$k.2/24"
+		_intsw_b "${HPCC_NS}-sw$k" "route add 10.0.2.0/24 via 10.2.$k.2"
+		_intsw_b "${HPCC_NS}-sw$((k + 1))" "route add default via 10.2.$k.1"
 	done
-	_intsw_link "hpcc-sw$nsw" rcv 10.0.2.2/24 hpcc-rcv eth0 10.0.2.1/24
-	_intsw_b hpcc-rcv "route add default via 10.0.2.2"
+	_intsw_link "${HPCC_NS}-sw$nsw" rcv 10.0.2.2/24 ${HPCC_NS}-rcv eth0 10.0.2.1/24
+	_intsw_b ${HPCC_NS}-rcv "route add default via 10.0.2.2"
 	_intsw_commit
 }
 
@@ -364,22 +365,22 @@ intsw_topo_chain() { # intsw_topo_chain NSND NSW RTT_US
 intsw_ipv6() { # intsw_ipv6 NSND NSW
 	local nsnd=$1 nsw=$2 i k
 	for i in $(seq 1 "$nsnd"); do
-		ip -n "hpcc-s$i" addr add "fd00:1:$i::1/64" dev eth0 nodad || return 1
-		ip -n hpcc-sw1 addr add "fd00:1:$i::2/64" dev "s$i" nodad || return 1
-		ip -n "hpcc-s$i" -6 route add default via "fd00:1:$i::2" || return 1
+		ip -n "${HPCC_NS}-s$i" addr add "fd00:1:$i::1/64" dev eth0 nodad || return 1
+		ip -n ${HPCC_NS}-sw1 addr add "fd00:1:$i::2/64" dev "s$i" nodad || return 1
+		ip -n "${HPCC_NS}-s$i" -6 route add default via "fd00:1:$i::2" || return 1
 	done
 	for k in $(seq 1 $((nsw - 1))); do
-		ip -n "hpcc-sw$k" addr add "fd00:3:$k::1/64" dev next nodad || return 1
-		ip -n "hpcc-sw$((k + 1))" addr add "fd00:3:$k::2/64" dev prev nodad || return 1
-		ip -n "hpcc-sw$k" -6 route add fd00:2::/64 via "fd00:3:$k::2" || return 1
-		ip -n "hpcc-sw$((k + 1))" -6 route add default via "fd00:3:$k::1" || return 1
+		ip -n "${HPCC_NS}-sw$k" addr add "fd00:3:$k::1/64" dev next nodad || return 1
+		ip -n "${HPCC_NS}-sw$((k + 1))" addr add "fd00:3:$k::2/64" dev prev nodad || return 1
+		ip -n "${HPCC_NS}-sw$k" -6 route add fd00:2::/64 via "fd00:3:$k::2" || return 1
+		ip -n "${HPCC_NS}-sw$((k + 1))" -6 route add default via "fd00:3:$k::1" || return 1
 	done
-	ip -n "hpcc-sw$nsw" addr add fd00:2::2/64 dev rcv nodad || return 1
-	ip -n hpcc-rcv addr add fd00:2::1/64 dev eth0 nodad || return 1
-	ip -n hpcc-rcv -6 route add default via fd00:2::2 || return 1
+	ip -n "${HPCC_NS}-sw$nsw" addr add fd00:2::2/64 dev rcv nodad || return 1
+	ip -n ${HPCC_NS}-rcv addr add fd00:2::1/64 dev eth0 nodad || return 1
+	ip -n ${HPCC_NS}-rcv -6 route add default via fd00:2::2 || return 1
 	for k in $(seq 1 "$nsw"); do
-		ip netns exec "hpcc-sw$k" sysctl -qw net.ipv6.conf.all.forwarding=1 || return 1
-		ip -n "hpcc-sw$k" addr add "fd00:ff::$k/128" dev lo nodad || return 1
+		ip netns exec "${HPCC_NS}-sw$k" sysctl -qw net.ipv6.conf.all.forwarding=1 || return 1
+		ip -n "${HPCC_NS}-sw$k" addr add "fd00:ff::$k/128" dev lo nodad || return 1
 	done
 }
 
@@ -415,7 +416,7 @@ _intsw_common() {
 intsw_sender_offload() {
 	local ns dev
 	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
-		case $ns in hpcc-s[0-9]*) ;; *) continue ;; esac
+		case $ns in "$HPCC_NS"-s[0-9]*) ;; *) continue ;; esac
 		for dev in $(ip -n "$ns" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'); do
 			ip netns exec "$ns" ethtool -K "$dev" tso "$1" gso "$1" >/dev/null || return 1
 		done
@@ -445,10 +446,10 @@ intsw_topo_fanin() { # (b) N senders into one bottleneck
 	_intsw_split
 	intsw_topo_chain "$n" 1 "$back_us" || return 1
 	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
-	intsw_attach hpcc-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 \
+	intsw_attach ${HPCC_NS}-sw1 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x101 \
 		delay_us="$fwd_us" || return 1
-	INTSW_PORTS=(hpcc-sw1/rcv)
-	INTSW_BOTTLENECK=hpcc-sw1/rcv
+	INTSW_PORTS=(${HPCC_NS}-sw1/rcv)
+	INTSW_BOTTLENECK=${HPCC_NS}-sw1/rcv
 }
 
 # intsw_topo_many: two senders (hpcc-s1 10.1.1.1, hpcc-s2 10.1.2.1) into one
@@ -459,11 +460,11 @@ intsw_topo_fanin() { # (b) N senders into one bottleneck
 intsw_topo_many() {
 	intsw_topo_fanin 2 rate_mbit=1000 rtt_us=1000 || return 1
 	local ns
-	for ns in hpcc-s1 hpcc-s2; do
+	for ns in ${HPCC_NS}-s1 ${HPCC_NS}-s2; do
 		ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="1024 65535" \
 			net.ipv4.tcp_tw_reuse=1 || return 1
 	done
-	ip netns exec hpcc-rcv sysctl -qw net.core.somaxconn=65535 \
+	ip netns exec ${HPCC_NS}-rcv sysctl -qw net.core.somaxconn=65535 \
 		net.ipv4.tcp_max_syn_backlog=65535 net.ipv4.tcp_syncookies=0
 }
 
@@ -474,44 +475,44 @@ intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
 	rate1=$(_intsw_kv rate1_mbit $((2 * rate)) "$@")
 	intsw_topo_chain "$n" 2 "$rtt" || return 1
 	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
-	intsw_attach hpcc-sw1 next rate_mbit="$rate1" buffer=0 ecn_k="$ecn_k" switch_id=0x101 || return 1
-	intsw_attach hpcc-sw2 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x102 || return 1
-	INTSW_PORTS=(hpcc-sw1/next hpcc-sw2/rcv)
-	INTSW_BOTTLENECK=hpcc-sw2/rcv
+	intsw_attach ${HPCC_NS}-sw1 next rate_mbit="$rate1" buffer=0 ecn_k="$ecn_k" switch_id=0x101 || return 1
+	intsw_attach ${HPCC_NS}-sw2 rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x102 || return 1
+	INTSW_PORTS=(${HPCC_NS}-sw1/next ${HPCC_NS}-sw2/rcv)
+	INTSW_BOTTLENECK=${HPCC_NS}-sw2/rcv
 }
 
 intsw_topo_parallel() { # (d) two parallel switches; intsw_route moves the path
 	local rate rtt bdp buffer ecn_k tso x n split
 	_intsw_common "$@"
 	intsw_cleanup
-	_intsw_ns hpcc-s1
-	_intsw_ns hpcc-rcv
-	_intsw_b hpcc-s1 "addr add 10.0.1.1/32 dev lo"
-	_intsw_b hpcc-rcv "addr add 10.0.2.1/32 dev lo"
+	_intsw_ns ${HPCC_NS}-s1
+	_intsw_ns ${HPCC_NS}-rcv
+	_intsw_b ${HPCC_NS}-s1 "addr add 10.0.1.1/32 dev lo"
+	_intsw_b ${HPCC_NS}-rcv "addr add 10.0.2.1/32 dev lo"
 	for x in a b; do
 		n=1
 		[ $x = b ] && n=2
-		_intsw_ns "hpcc-sw$x" forwarding
-		_intsw_link hpcc-s1 "eth-$x" "10.3.$n.1/24" "hpcc-sw$x" snd "10.3.$n.2/24"
-		_intsw_link "hpcc-sw$x" rcv "10.4.$n.2/24" hpcc-rcv "eth-$x" "10.4.$n.1/24"
-		_intsw_b "hpcc-sw$x" "route add 10.0.1.1/32 via 10.3.$n.1"
-		_intsw_b "hpcc-sw$x" "route add 10.0.2.1/32 via 10.4.$n.1"
-		_intsw_delay "hpcc-sw$x" snd "$rtt"
+		_intsw_ns "${HPCC_NS}-sw$x" forwarding
+		_intsw_link ${HPCC_NS}-s1 "eth-$x" "10.3.$n.1/24" "${HPCC_NS}-sw$x" snd "10.3.$n.2/24"
+		_intsw_link "${HPCC_NS}-sw$x" rcv "10.4.$n.2/24" ${HPCC_NS}-rcv "eth-$x" "10.4.$n.1/24"
+		_intsw_b "${HPCC_NS}-sw$x" "route add 10.0.1.1/32 via 10.3.$n.1"
+		_intsw_b "${HPCC_NS}-sw$x" "route add 10.0.2.1/32 via 10.4.$n.1"
+		_intsw_delay "${HPCC_NS}-sw$x" snd "$rtt"
 	done
 	# Either end may receive on either device while the route moves.
-	_INTSW_RPF+=(hpcc-s1 hpcc-rcv)
+	_INTSW_RPF+=(${HPCC_NS}-s1 ${HPCC_NS}-rcv)
 	_intsw_commit || return 1
 	[ "$tso" = on ] || intsw_sender_offload "$tso" || return 1
-	intsw_attach hpcc-swa rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0a1 || return 1
-	intsw_attach hpcc-swb rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0b2 || return 1
-	INTSW_PORTS=(hpcc-swa/rcv hpcc-swb/rcv)
+	intsw_attach ${HPCC_NS}-swa rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0a1 || return 1
+	intsw_attach ${HPCC_NS}-swb rcv rate_mbit="$rate" buffer="$buffer" ecn_k="$ecn_k" switch_id=0x0b2 || return 1
+	INTSW_PORTS=(${HPCC_NS}-swa/rcv ${HPCC_NS}-swb/rcv)
 	intsw_route a
 }
 
-intsw_route() { # intsw_route a|b: both directions through hpcc-sw<a|b>
+intsw_route() { # intsw_route a|b: both directions through ${HPCC_NS}-sw<a|b>
 	local n=1
 	[ "$1" = b ] && n=2
-	ip -n hpcc-s1 route replace 10.0.2.1/32 via "10.3.$n.2" src 10.0.1.1 || return 1
-	ip -n hpcc-rcv route replace 10.0.1.1/32 via "10.4.$n.2" src 10.0.2.1 || return 1
-	INTSW_BOTTLENECK=hpcc-sw$1/rcv
+	ip -n ${HPCC_NS}-s1 route replace 10.0.2.1/32 via "10.3.$n.2" src 10.0.1.1 || return 1
+	ip -n ${HPCC_NS}-rcv route replace 10.0.1.1/32 via "10.4.$n.2" src 10.0.2.1 || return 1
+	INTSW_BOTTLENECK=${HPCC_NS}-sw$1/rcv
 }

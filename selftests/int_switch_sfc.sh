@@ -41,15 +41,17 @@ TARGET=2000
 require_root_and_vm
 require_tools ip tc bpftool python3
 
-ktap_header 9
+ktap_print_header
+
+ktap_set_plan 9
 mkdir -p "$OUT"
 trap intsw_cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_fail "emulator_builds"; ktap_finish; }
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
 intsw_topo_fanin 1 rate_mbit=10 rtt_us=$RTT split=1 buffer=100000 >"$OUT/topo.log" 2>&1 &&
-	intsw_ipv6 1 1 >>"$OUT/topo.log" 2>&1 || { ktap_info_lines <"$OUT/topo.log"; ktap_fail "topology"; ktap_finish; }
-D=$(intsw_dir hpcc-sw1 rcv)
+	intsw_ipv6 1 1 >>"$OUT/topo.log" 2>&1 || { ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
+D=$(intsw_dir ${HPCC_NS}-sw1 rcv)
 
-sfc_stat() { intsw_get hpcc-sw1 rcv "sfc_$1"; }
+sfc_stat() { intsw_get ${HPCC_NS}-sw1 rcv "sfc_$1"; }
 
 # run_blast NAME SECS [blast options]: captures signals at the sender while
 # hpcc-s1 blasts UDP to the receiver; signals in $OUT/NAME.sig (JSON lines).
@@ -58,7 +60,7 @@ run_blast() {
 	shift 2
 	[ "${FAMILY:-4}" = 6 ] && { fam=6; dst=fd00:2::1; }
 	start_capture "$name" --family $fam
-	ip netns exec hpcc-s1 python3 "$SIG" blast $dst $PORT "$secs" "$@" >"$OUT/$name.blast"
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" blast $dst $PORT "$secs" "$@" >"$OUT/$name.blast"
 	stop_capture
 }
 
@@ -69,7 +71,7 @@ start_capture() {
 	local name=$1 i
 	shift
 	rm -f "$OUT/$name.ready"
-	ip netns exec hpcc-s1 python3 "$SIG" capture 600 --ready "$OUT/$name.ready" "$@" >"$OUT/$name.sig" &
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" capture 600 --ready "$OUT/$name.ready" "$@" >"$OUT/$name.sig" &
 	CAP=$!
 	for i in $(seq 1 300); do [ -e "$OUT/$name.ready" ] && break; sleep 0.1; done
 }
@@ -89,20 +91,20 @@ $2"
 
 # 1. Off until configured.
 t_off() {
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	run_blast off 2 --mbit 20
-	echo "port: drops $(intsw_get hpcc-sw1 rcv drops), max queue $(intsw_get hpcc-sw1 rcv qlen_max_bytes) B," \
+	echo "port: drops $(intsw_get ${HPCC_NS}-sw1 rcv drops), max queue $(intsw_get ${HPCC_NS}-sw1 rcv qlen_max_bytes) B," \
 		"triggered $(sfc_stat triggered), sent $(sfc_stat signals_sent); captured $(wc -l <"$OUT/off.sig")"
-	[ "$(intsw_get hpcc-sw1 rcv qlen_max_bytes)" -ge $TRIGGER ] &&
+	[ "$(intsw_get ${HPCC_NS}-sw1 rcv qlen_max_bytes)" -ge $TRIGGER ] &&
 		[ "$(sfc_stat triggered)" -eq 0 ] && [ ! -s "$OUT/off.sig" ]
 }
 ktap_check "off_until_configured" t_off
 
-intsw_sfc hpcc-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=5000 rate=1000 burst=10 \
-	>"$OUT/sfc.log" 2>&1 || { ktap_info_lines <"$OUT/sfc.log"; ktap_fail "sfc_configures"; ktap_finish; }
+intsw_sfc ${HPCC_NS}-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=5000 rate=1000 burst=10 \
+	>"$OUT/sfc.log" 2>&1 || { ktap_print_msg_lines <"$OUT/sfc.log"; ktap_test_fail "sfc_configures"; ktap_finished; }
 
 # 2-4, 6. One UDP flow at twice the port's rate.
-intsw_reset hpcc-sw1 rcv
+intsw_reset ${HPCC_NS}-sw1 rcv
 run_blast one 3 --mbit 20
 SENT_ONE=$(sfc_stat signals_sent)
 
@@ -150,7 +152,7 @@ ktap_check "one_signal_per_flow_per_window" t_suppress
 # 8 flows: each flow's last signal decision (sfc_flows, the switch's clock)
 # against the arrival of its last signal at the sender.
 t_half_rtt() {
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	run_blast lat 2 --mbit 12 --flows 8
 	bpftool -j map dump pinned "$D/sfc_flows" >"$OUT/lat.flows" 2>&1
 	python3 - "$OUT/lat.flows" "$OUT/lat.sig" <<-'EOF'
@@ -174,13 +176,13 @@ t_half_rtt() {
 # kernel's receive timestamp (2-13 ms, below the 10 ms return delay: not
 # the arrival) measures the arrival; a virtual-time check is to come.
 t_half_rtt >"$OUT/lat.txt" 2>&1
-ktap_info_lines <"$OUT/lat.txt"
-ktap_skip "signal_reaches_sender_in_half_rtt" "arrival time not measurable under plain TCG yet (see the comment)"
+ktap_print_msg_lines <"$OUT/lat.txt"
+ktap_test_skip "signal_reaches_sender_in_half_rtt" "arrival time not measurable under plain TCG yet (see the comment)"
 
 # 5. Many flows, no suppression: the bucket (50/s, burst 5) bounds them.
 t_bucket() {
-	intsw_sfc hpcc-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=0 rate=50 burst=5 || return 1
-	intsw_reset hpcc-sw1 rcv
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=0 rate=50 burst=5 || return 1
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	local t0 t1
 	t0=$(date +%s%N)
 	run_blast many 3 --mbit 20 --flows 64
@@ -193,17 +195,17 @@ t_bucket() {
 		[ "$sent" -le $((5 + 50 * (t1 - t0) / 1000000000 + 1)) ]
 }
 ktap_check "token_bucket_bounds_signals" t_bucket
-intsw_sfc hpcc-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=1000 rate=1000 burst=10 >/dev/null
+intsw_sfc ${HPCC_NS}-sw1 rcv trigger=$TRIGGER target=$TARGET suppress_us=1000 rate=1000 burst=10 >/dev/null
 
 # 7. Data leaves as it arrived while the port signals.
 t_data() {
-	intsw_reset hpcc-sw1 rcv
-	ip netns exec hpcc-s1 python3 "$SIG" frames eth0 $PORT 6 --out >"$OUT/data.out" &
+	intsw_reset ${HPCC_NS}-sw1 rcv
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" frames eth0 $PORT 6 --out >"$OUT/data.out" &
 	local a=$!
-	ip netns exec hpcc-rcv python3 "$SIG" frames eth0 $PORT 6 --in >"$OUT/data.in" &
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" frames eth0 $PORT 6 --in >"$OUT/data.in" &
 	local b=$!
 	sleep 1.5
-	ip netns exec hpcc-s1 python3 "$SIG" blast 10.0.2.1 $PORT 2 --mbit 20 --flows 4 >/dev/null
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" blast 10.0.2.1 $PORT 2 --mbit 20 --flows 4 >/dev/null
 	wait $a $b
 	# The captures miss frames when python falls behind: compare the
 	# datagrams (flow, sequence number) seen at both ends.
@@ -222,12 +224,12 @@ ktap_check "data_unchanged_while_signalling" t_data
 
 # 8. TCP: the signal carries the data packet's sequence number.
 t_tcp() {
-	intsw_reset hpcc-sw1 rcv
-	ip netns exec hpcc-rcv python3 "$SIG" sink $PORT 60 >"$OUT/tcp.sink" &
+	intsw_reset ${HPCC_NS}-sw1 rcv
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 60 >"$OUT/tcp.sink" &
 	local k=$!
-	wait_listening hpcc-rcv "sport = :$PORT" 1 || return 1
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
 	start_capture tcp
-	ip netns exec hpcc-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 4 >"$OUT/tcp.send"
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 4 >"$OUT/tcp.send"
 	stop_capture
 	kill $k 2>/dev/null
 	python3 - "$OUT/tcp.sig" "$OUT/tcp.send" <<-'EOF'
@@ -246,7 +248,7 @@ ktap_check "tcp_signal_carries_sequence_number" t_tcp
 
 # 9. IPv6.
 t_ipv6() {
-	intsw_reset hpcc-sw1 rcv
+	intsw_reset ${HPCC_NS}-sw1 rcv
 	FAMILY=6 run_blast v6 2 --mbit 20
 	check_sigs v6 "
 print(f'{len(s)} IPv6 signals; first: {s[0] if s else None}')
@@ -259,4 +261,4 @@ for x in s:
 }
 ktap_check "ipv6_signals" t_ipv6
 
-ktap_finish
+ktap_finished

@@ -23,7 +23,7 @@ RESULTS=${HPCC_RESULTS:-/tmp}
 RATE=$((RATE_MBIT * 1000000))
 BDP=$((RATE / 8 * RTT_US / 1000000))
 BUF=$((2 * BDP))
-SW=hpcc-sw1
+SW=${HPCC_NS}-sw1
 PORT=rcv
 PY=$INTSW_PY
 
@@ -32,18 +32,19 @@ require_tools ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
 
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_header 17
+ktap_print_header
+ktap_set_plan 17
 trap 'intsw_cleanup; pkill -x iperf3 2>/dev/null' EXIT
-ktap_info "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
+ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 T_START=$SECONDS
 # The measurements a check prints are kept in the log when it passes too
 # (the per-probe dumps only on failure): ktap_check_v, and ktap_perf_check
 # through lib.sh's _ktap_out.
 _ktap_out() {
 	if [ "$1" -eq 0 ]; then
-		grep -v '^probe nonce=' <<<"$2" | ktap_info_lines
+		grep -v '^probe nonce=' <<<"$2" | ktap_print_msg_lines
 	else
-		ktap_info_lines <<<"$2"
+		ktap_print_msg_lines <<<"$2"
 	fi
 }
 ktap_check_v() {
@@ -52,17 +53,17 @@ ktap_check_v() {
 	out=$("$@" 2>&1)
 	rc=$?
 	_ktap_out $rc "$out"
-	if [ $rc -eq 0 ]; then ktap_pass "$name"; else ktap_fail "$name"; fi
+	if [ $rc -eq 0 ]; then ktap_test_pass "$name"; else ktap_test_fail "$name"; fi
 }
 if [ -n "${INTSW_TIMING:-}" ]; then	# per-test times in the log
 	eval "_$(declare -f ktap_check)"
 	eval "_$(declare -f ktap_check_v)"
 	eval "_$(declare -f ktap_perf_check)"
-	ktap_check() { local t=$SECONDS; _ktap_check "$@"; ktap_info "took $((SECONDS - t)) s"; }
-	ktap_check_v() { local t=$SECONDS; _ktap_check_v "$@"; ktap_info "took $((SECONDS - t)) s"; }
-	ktap_perf_check() { local t=$SECONDS; _ktap_perf_check "$@"; ktap_info "took $((SECONDS - t)) s"; }
+	ktap_check() { local t=$SECONDS; _ktap_check "$@"; ktap_print_msg "took $((SECONDS - t)) s"; }
+	ktap_check_v() { local t=$SECONDS; _ktap_check_v "$@"; ktap_print_msg "took $((SECONDS - t)) s"; }
+	ktap_perf_check() { local t=$SECONDS; _ktap_perf_check "$@"; ktap_print_msg "took $((SECONDS - t)) s"; }
 fi
-ktap_info "port ${RATE_MBIT} Mbit/s, base RTT ${RTT_US} us, BDP ${BDP} B"
+ktap_print_msg "port ${RATE_MBIT} Mbit/s, base RTT ${RTT_US} us, BDP ${BDP} B"
 
 # Sends probes from ${SND_NS:-hpcc-s1} to 10.0.2.1 and captures them on
 # hpcc-rcv's ${RCV_DEV:-eth0}: one JSON object per received probe in
@@ -71,7 +72,7 @@ ktap_info "port ${RATE_MBIT} Mbit/s, base RTT ${RTT_US} us, BDP ${BDP} B"
 probes() { # probes NAME NS/DEV [intsw.py probe options]
 	local name=$1 port=$2
 	shift 2
-	"$PY" "$here/intsw.py" probe --from "${SND_NS:-hpcc-s1}" --to hpcc-rcv --dev "${RCV_DEV:-eth0}" \
+	"$PY" "$here/intsw.py" probe --from "${SND_NS:-${HPCC_NS}-s1}" --to ${HPCC_NS}-rcv --dev "${RCV_DEV:-eth0}" \
 		--src "${SND_ADDR:-10.1.1.1}" --dst 10.0.2.1 --port "$INTSW_PIN_ROOT/$port" "$@" \
 		>"$RESULTS/int_switch.$name.json"
 }
@@ -100,8 +101,8 @@ exec(sys.argv[1])
 PYEOF
 }
 
-iperf_server() { # iperf_server NAME: one-shot iperf3 server in hpcc-rcv
-	ip netns exec hpcc-rcv iperf3 -s -D -1 -p 5201 --logfile "$RESULTS/int_switch.$1.server.log"
+iperf_server() { # iperf_server NAME: one-shot iperf3 server in ${HPCC_NS}-rcv
+	ip netns exec ${HPCC_NS}-rcv iperf3 -s -D -1 -p 5201 --logfile "$RESULTS/int_switch.$1.server.log"
 	sleep 0.3	# -D returns before the server listens
 }
 
@@ -117,7 +118,7 @@ t_attach() {
 	cfg=$(intsw_config $SW $PORT)
 	echo "config: $cfg"
 	grep -q "rate_bps=$RATE buffer_bytes=$BUF ecn_k_bytes=0 delay_ns=0 switch_id=257 speed_code=12 probe_dscp=11" <<<"$cfg" || return 1
-	intsw_reach hpcc-s1 10.0.2.1 || return 1
+	intsw_reach ${HPCC_NS}-s1 10.0.2.1 || return 1
 	# bpftool reads the counters by field name (map BTF).
 	bpftool -j map dump pinned "$(intsw_dir $SW $PORT)/port" | "$PY" -c '
 import json, sys
@@ -178,7 +179,7 @@ ktap_check "response_and_full_stack_not_stamped" t_probe_not_stamped
 
 # 4. Fan-in: probes from both senders are stamped by the same port.
 t_fanin() {
-	SND_NS=hpcc-s2 SND_ADDR=10.1.2.1 probes fanin2 $SW/$PORT --nonce 0x602 || return 1
+	SND_NS=${HPCC_NS}-s2 SND_ADDR=10.1.2.1 probes fanin2 $SW/$PORT --nonce 0x602 || return 1
 	probes fanin1 $SW/$PORT --nonce 0x601 || return 1
 	check_probes fanin2 fanin1 <<'EOF'
 assert len(ps) == 2 and {p["src"] for p in ps} == {"10.1.1.1", "10.1.2.1"}, ps
@@ -202,7 +203,7 @@ bulk_flow() { # bulk_flow NAME CC
 	"$PY" "$here/intsw.py" sample "$(intsw_dir $SW $PORT)" $SW $PORT 0.5 $((DURATION + 10)) \
 		>"$RESULTS/int_switch.$name.samples" &
 	local sampler=$!
-	ip netns exec hpcc-s1 iperf3 -c 10.0.2.1 -p 5201 -t "$DURATION" -C "$cc" -J \
+	ip netns exec ${HPCC_NS}-s1 iperf3 -c 10.0.2.1 -p 5201 -t "$DURATION" -C "$cc" -J \
 		>"$RESULTS/int_switch.$name.iperf3.json" 2>&1 &
 	local client=$!
 	intsw_wait_busy $SW $PORT 10 3000
@@ -254,7 +255,7 @@ cubic_run() { # the cubic flow; run again by a throughput check that failed
 	echo "cubic, buffer $BUF B: $(summary cubic)"
 }
 cubic_run >"$RESULTS/int_switch.cubic.log" 2>&1
-ktap_info_lines <"$RESULTS/int_switch.cubic.log"
+ktap_print_msg_lines <"$RESULTS/int_switch.cubic.log"
 
 # Never above B: on any host. Reaching B is asserted on the best second of
 # the flow (fq's real departures over two sampling intervals), not on its
@@ -429,13 +430,13 @@ ktap_perf_check "probes_under_load_report_queue_and_rate" t_probe_loaded cubic_r
 ECN_K=${ECN_K:-$((BDP * 4 / 5))}
 t_dctcp() {
 	intsw_config $SW $PORT ecn_k=$ECN_K buffer=$((8 * BDP)) >/dev/null || return 1
-	ip netns exec hpcc-s1 sysctl -qw net.ipv4.tcp_ecn=1 || return 1
-	ip netns exec hpcc-rcv sysctl -qw net.ipv4.tcp_ecn=1 || return 1
+	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_ecn=1 || return 1
+	ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_ecn=1 || return 1
 	bulk_flow dctcp dctcp || { head -c 1000 "$RESULTS/int_switch.dctcp.iperf3.json"; return 1; }
 }
 dctcp_summary() { echo "dctcp, K ${ECN_K} B, buffer $((8 * BDP)) B: $(summary dctcp)"; }
 ktap_check "dctcp_flow_completes" t_dctcp
-ktap_info "$(dctcp_summary)"
+ktap_print_msg "$(dctcp_summary)"
 dctcp_rerun() { t_dctcp; dctcp_summary; }
 
 t_dctcp_queue() {
@@ -463,8 +464,8 @@ t_two_hops() {
 	# A first probe through the new path, not timed: under TCG it pays for
 	# translating the new ports' programs (it took 21 ms to reach hop 1 on
 	# a loaded CI host, the timed ones well under 1 ms).
-	probes two_hops_warm hpcc-sw2/rcv --count 1 --nonce 0x6ff
-	probes two_hops hpcc-sw2/rcv --count 2 --nonce 0x700 || { echo "no probe arrived"; return 1; }
+	probes two_hops_warm ${HPCC_NS}-sw2/rcv --count 1 --nonce 0x6ff
+	probes two_hops ${HPCC_NS}-sw2/rcv --count 2 --nonce 0x700 || { echo "no probe arrived"; return 1; }
 	check_probes two_hops <<'EOF'
 assert len(ps) == 2
 for p in ps:
@@ -487,13 +488,13 @@ t_two_hops_flow() {
 	iperf_server twohop
 	# long enough that the probes, sent once hop 2 queues, meet the flow
 	# even when their python is slow to start
-	ip netns exec hpcc-s1 iperf3 -c 10.0.2.1 -p 5201 -t 6 -C cubic -J >"$RESULTS/int_switch.twohop.iperf3.json" 2>&1 &
+	ip netns exec ${HPCC_NS}-s1 iperf3 -c 10.0.2.1 -p 5201 -t 6 -C cubic -J >"$RESULTS/int_switch.twohop.iperf3.json" 2>&1 &
 	local client=$!
-	intsw_wait_busy hpcc-sw2 rcv 10 3000
-	probes two_hops.loaded hpcc-sw2/rcv --count 3 --gap 0.004 --nonce 0x800
+	intsw_wait_busy ${HPCC_NS}-sw2 rcv 10 3000
+	probes two_hops.loaded ${HPCC_NS}-sw2/rcv --count 3 --gap 0.004 --nonce 0x800
 	wait $client || return 1
-	intsw_stats hpcc-sw1 next >"$RESULTS/int_switch.twohop.hop1.stats"
-	probes two_hops.after hpcc-sw2/rcv --nonce 0x810 || return 1
+	intsw_stats ${HPCC_NS}-sw1 next >"$RESULTS/int_switch.twohop.hop1.stats"
+	probes two_hops.after ${HPCC_NS}-sw2/rcv --nonce 0x810 || return 1
 	check_probes two_hops.loaded two_hops.after <<EOF
 s1 = {k: float(v) for k, v in (l.strip().split("=", 1) for l in open("$RESULTS/int_switch.twohop.hop1.stats"))}
 print("hop 1 (200M): drops %d mean %.0f p99 %.0f max %d B; hop 2 (100M): drops %d mean %.0f p99 %.0f max %d B" % (
@@ -514,9 +515,9 @@ ktap_perf_check "two_hops_queue_and_drops_at_hop2" t_two_hops_flow :	# runs its 
 # from switch a to switch b carry the respective pathID; a flow carries on.
 t_route_change() {
 	intsw_topo_parallel rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" || return 1
-	SND_ADDR=10.0.1.1 RCV_DEV=eth-a probes route_a hpcc-swa/rcv --nonce 0x900 || { echo "no probe via a"; return 1; }
+	SND_ADDR=10.0.1.1 RCV_DEV=eth-a probes route_a ${HPCC_NS}-swa/rcv --nonce 0x900 || { echo "no probe via a"; return 1; }
 	intsw_route b || return 1
-	SND_ADDR=10.0.1.1 RCV_DEV=eth-b probes route_b hpcc-swb/rcv --nonce 0x901 || { echo "no probe via b"; return 1; }
+	SND_ADDR=10.0.1.1 RCV_DEV=eth-b probes route_b ${HPCC_NS}-swb/rcv --nonce 0x901 || { echo "no probe via b"; return 1; }
 	check_probes route_a route_b <<'EOF'
 assert len(ps) == 2
 assert ps[0]["nhop"] == 1 and ps[0]["path_id"] == 0x0a1, ps[0]
@@ -530,15 +531,15 @@ t_route_change_flow() {
 	iperf_server route
 	# 5 s: at least 2 s left on path b however long the wait for a's
 	# queue takes on a slow host (3 s left 1.7 MB on b in one run).
-	ip netns exec hpcc-s1 iperf3 -c 10.0.2.1 -p 5201 -t 5 -C cubic -J >"$RESULTS/int_switch.route.iperf3.json" 2>&1 &
+	ip netns exec ${HPCC_NS}-s1 iperf3 -c 10.0.2.1 -p 5201 -t 5 -C cubic -J >"$RESULTS/int_switch.route.iperf3.json" 2>&1 &
 	local client=$!
-	intsw_wait_busy hpcc-swa rcv 10 3000
+	intsw_wait_busy ${HPCC_NS}-swa rcv 10 3000
 	sleep 0.5
 	intsw_route b
 	wait $client || { head -c 1000 "$RESULTS/int_switch.route.iperf3.json"; return 1; }
 	local a b
-	a=$(intsw_get hpcc-swa rcv tx_bytes)
-	b=$(intsw_get hpcc-swb rcv tx_bytes)
+	a=$(intsw_get ${HPCC_NS}-swa rcv tx_bytes)
+	b=$(intsw_get ${HPCC_NS}-swb rcv tx_bytes)
 	echo "bytes via a: $a, via b: $b"
 	[ "$a" -gt 3000000 ] && [ "$b" -gt 3000000 ]
 }
@@ -547,12 +548,12 @@ ktap_check_v "flow_survives_route_change" t_route_change_flow
 # 15. Detach leaves a plain forwarding path.
 t_detach() {
 	local x
-	for x in a b; do intsw_detach hpcc-sw$x rcv || return 1; done
-	[ ! -e "$(intsw_dir hpcc-swa rcv)" ] || return 1
-	if tc -n hpcc-swb qdisc show dev rcv | grep -q 'fq\|clsact'; then return 1; fi
-	intsw_reach hpcc-s1 10.0.2.1
+	for x in a b; do intsw_detach ${HPCC_NS}-sw$x rcv || return 1; done
+	[ ! -e "$(intsw_dir ${HPCC_NS}-swa rcv)" ] || return 1
+	if tc -n ${HPCC_NS}-swb qdisc show dev rcv | grep -q 'fq\|clsact'; then return 1; fi
+	intsw_reach ${HPCC_NS}-s1 10.0.2.1
 }
 ktap_check "detach_restores_plain_forwarding" t_detach
 
-ktap_info "elapsed $((SECONDS - T_START)) s"
-ktap_finish
+ktap_print_msg "elapsed $((SECONDS - T_START)) s"
+ktap_finished

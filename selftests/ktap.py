@@ -16,5 +16,5 @@ def run(tests):
         print(f"# {why}")
         print(f"{'ok' if ok else 'not ok'} {i} {t.__name__[2:]}")
         fails += not ok
-    print(f"# totals: pass:{len(tests) - fails} fail:{fails} xfail:0 xpass:0 skip:0 error:0")
+    print(f"# Totals: pass:{len(tests) - fails} fail:{fails} xfail:0 xpass:0 skip:0 error:0")
     sys.exit(1 if fails else 0)

@@ -5,36 +5,44 @@
 # and netns topologies. Sourced by the tests, which run inside the VM.
 
 HPCC_ROOT=${HPCC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# Every netns a test creates is named ${HPCC_NS}-<role> (hpcc-XXXXXX-s1,
+# -sw1, -rcv, ...), random per test run as the kernel's net/lib.sh names
+# them, so tests can run side by side; exported, so the scripts a test
+# starts use the same names.
+export HPCC_NS=${HPCC_NS:-$(mktemp -u hpcc-XXXXXX)}
+# KTAP output with the names, variables and output of the kernel's
+# tools/testing/selftests/kselftest/ktap_helpers.sh (not sourced: a test host
+# need not have the kernel's source), plus a reason on SKIP and FAIL lines.
 KSFT_PASS=0
 KSFT_FAIL=1
+KSFT_XFAIL=2
+KSFT_XPASS=3
 KSFT_SKIP=4
 
-_ktap_n=0
-_ktap_pass=0
-_ktap_fail=0
-_ktap_skip=0
+KTAP_TESTNO=1
+KTAP_CNT_PASS=0
+KTAP_CNT_FAIL=0
+KTAP_CNT_SKIP=0
+KSFT_NUM_TESTS=0
 
-ktap_header() { # ktap_header <number of tests>
-	echo "TAP version 13"
-	echo "1..$1"
+ktap_print_header() { echo "TAP version 13"; }
+ktap_set_plan() { KSFT_NUM_TESTS=$1; echo "1..$1"; }
+ktap_skip_all() { echo "1..0 # SKIP $*"; }
+
+ktap_print_msg() { printf '# %s\n' "$*"; }
+ktap_print_msg_lines() { local l; while IFS= read -r l; do [ -n "$l" ] && ktap_print_msg "$l"; done; } # stdin
+
+__ktap_test() { # __ktap_test <result> <description> [directive]
+	echo "$1 $KTAP_TESTNO $2${3:+ # $3}"
+	KTAP_TESTNO=$((KTAP_TESTNO + 1))
 }
 
-ktap_info() { printf '# %s\n' "$*"; }
-ktap_info_lines() { local l; while IFS= read -r l; do [ -n "$l" ] && ktap_info "$l"; done; } # stdin
+ktap_test_pass() { __ktap_test ok "$1"; KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1)); }
+ktap_test_fail() { __ktap_test "not ok" "$1" "${2:-}"; KTAP_CNT_FAIL=$((KTAP_CNT_FAIL + 1)); } # [reason]
+ktap_test_skip() { __ktap_test ok "$1" "SKIP ${2:-}"; KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1)); } # <reason>
 
-ktap_pass() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_pass=$((_ktap_pass + 1))
-	echo "ok $_ktap_n $1"
-}
-
-ktap_fail() { # ktap_fail <name> [reason]
-	_ktap_n=$((_ktap_n + 1)); _ktap_fail=$((_ktap_fail + 1))
-	echo "not ok $_ktap_n $1${2:+ # $2}"
-}
-
-ktap_skip() { # ktap_skip <name> <reason>
-	_ktap_n=$((_ktap_n + 1)); _ktap_skip=$((_ktap_skip + 1))
-	echo "ok $_ktap_n $1 # SKIP $2"
+ktap_print_totals() {
+	echo "# Totals: pass:$KTAP_CNT_PASS fail:$KTAP_CNT_FAIL xfail:0 xpass:0 skip:$KTAP_CNT_SKIP error:0"
 }
 
 # ktap_check <name> <command...>: one test result from a command's status.
@@ -43,10 +51,10 @@ ktap_check() {
 	shift
 	local out
 	if out=$("$@" 2>&1); then
-		ktap_pass "$name"
+		ktap_test_pass "$name"
 	else
-		ktap_info_lines <<<"$out"
-		ktap_fail "$name"
+		ktap_print_msg_lines <<<"$out"
+		ktap_test_fail "$name"
 	fi
 }
 
@@ -57,15 +65,15 @@ ktap_check_v() {
 	shift
 	out=$("$@" 2>&1)
 	rc=$?
-	ktap_info_lines <<<"$out"
-	if [ $rc -eq 0 ]; then ktap_pass "$name"; else ktap_fail "$name"; fi
+	ktap_print_msg_lines <<<"$out"
+	if [ $rc -eq 0 ]; then ktap_test_pass "$name"; else ktap_test_fail "$name"; fi
 }
 
 # ktap_check_unless <reason> <name> <command...>: SKIP with the reason if it
 # is not empty, else ktap_check.
 ktap_check_unless() {
 	if [ -n "$1" ]; then
-		ktap_skip "$2" "$1"
+		ktap_test_skip "$2" "$1"
 	else
 		shift
 		ktap_check "$@"
@@ -122,7 +130,7 @@ perf_mbps_ok() { # perf_mbps_ok MBPS: does the reference reach the bar?
 
 perf_reference_mbps() { # Mbit/s of the reference flow, now; "" if it did not run
 	(
-		NS_SND=hpcc-ref-snd NS_SW=hpcc-ref-sw NS_RCV=hpcc-ref-rcv
+		NS_SND=${HPCC_NS}-ref-snd NS_SW=${HPCC_NS}-ref-sw NS_RCV=${HPCC_NS}-ref-rcv
 		trap 'ip netns pids "$NS_RCV" 2>/dev/null | xargs -r kill 2>/dev/null; topo_cleanup' EXIT
 		topo_line && topo_shape 100 1000 50000 || exit 1
 		ip netns exec "$NS_RCV" iperf3 -s -D -1 -p 5299 || exit 1
@@ -139,7 +147,7 @@ perf_reference_mbps() { # Mbit/s of the reference flow, now; "" if it did not ru
 # _ktap_out RC OUTPUT: what a check printed goes to the log as diagnostics,
 # by default only when it failed (a test may redefine this).
 _ktap_out() {
-	[ "$1" -eq 0 ] || ktap_info_lines <<<"$2"
+	[ "$1" -eq 0 ] || ktap_print_msg_lines <<<"$2"
 }
 
 # ktap_perf_check NAME CHECK [RERUN]: a throughput check. CHECK asserts
@@ -150,7 +158,7 @@ ktap_perf_check() {
 	local name=$1 check=$2 rerun=${3:-} why out rc now try
 	why=$(perf_gate)
 	if [ -n "$why" ]; then
-		ktap_skip "$name" "$why"
+		ktap_test_skip "$name" "$why"
 		return
 	fi
 	for try in 1 2; do
@@ -158,28 +166,29 @@ ktap_perf_check() {
 		rc=$?
 		_ktap_out $rc "$out"
 		if [ $rc -eq 0 ]; then
-			[ "$try" -eq 1 ] || ktap_info "$name: passed on the second run"
-			ktap_pass "$name"
+			[ "$try" -eq 1 ] || ktap_print_msg "$name: passed on the second run"
+			ktap_test_pass "$name"
 			return
 		fi
 		now=$(perf_reference_mbps)
 		if ! perf_mbps_ok "$now"; then
-			ktap_skip "$name" "host slowed down during the check: Linux cubic reference ${now:-did not run} Mbit/s now, $(cat "$PERF_GATE_FILE.mbps") at the start (bar $PERF_GATE_MIN_MBPS)"
+			ktap_test_skip "$name" "host slowed down during the check: Linux cubic reference ${now:-did not run} Mbit/s now, $(cat "$PERF_GATE_FILE.mbps") at the start (bar $PERF_GATE_MIN_MBPS)"
 			return
 		fi
 		[ -n "$rerun" ] && [ "$try" -eq 1 ] || break
-		ktap_info "$name: failed with the reference at $now Mbit/s; running the scenario once more"
+		ktap_print_msg "$name: failed with the reference at $now Mbit/s; running the scenario once more"
 		"$rerun" >"$PERF_GATE_FILE.rerun" 2>&1
-		ktap_info_lines <"$PERF_GATE_FILE.rerun"
+		ktap_print_msg_lines <"$PERF_GATE_FILE.rerun"
 	done
-	ktap_fail "$name" "reference cubic $now Mbit/s: the host carries B"
+	ktap_test_fail "$name" "reference cubic $now Mbit/s: the host carries B"
 }
 
-ktap_finish() {
-	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail xfail:0 xpass:0 skip:$_ktap_skip error:0"
-	if [ "$_ktap_fail" -gt 0 ]; then
+# Exit: 1 if a test failed, 4 (skip) if all were skipped, else 0.
+ktap_finished() {
+	ktap_print_totals
+	if [ "$KTAP_CNT_FAIL" -gt 0 ]; then
 		exit $KSFT_FAIL
-	elif [ "$_ktap_pass" -eq 0 ] && [ "$_ktap_skip" -gt 0 ]; then
+	elif [ "$KTAP_CNT_PASS" -eq 0 ] && [ "$KTAP_CNT_SKIP" -gt 0 ]; then
 		exit $KSFT_SKIP
 	fi
 	exit $KSFT_PASS
@@ -187,9 +196,10 @@ ktap_finish() {
 
 require_root_and_vm() {
 	if [ "$(id -u)" -ne 0 ]; then
-		ktap_header 1
-		ktap_skip "environment" "needs root"
-		ktap_finish
+		ktap_print_header
+		ktap_set_plan 1
+		ktap_test_skip "environment" "needs root"
+		ktap_finished
 	fi
 }
 
@@ -198,9 +208,10 @@ require_tools() {
 	local tool
 	for tool in "$@"; do
 		if ! command -v "$tool" >/dev/null; then
-			ktap_header 1
-			ktap_skip "environment" "missing $tool"
-			ktap_finish
+			ktap_print_header
+			ktap_set_plan 1
+			ktap_test_skip "environment" "missing $tool"
+			ktap_finished
 		fi
 	done
 }
@@ -241,12 +252,14 @@ wait_listening() {
 }
 
 # hpcc_stats: tcp_hpcc's counters (/proc/net/hpcc_stat, one file per
-# netns) summed over this netns and every named one, as "name value" lines.
+# netns) summed over this netns and every one of this test run, as "name
+# value" lines.
 hpcc_stats() {
 	{
 		cat /proc/net/hpcc_stat 2>/dev/null
 		local ns
 		for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+			case $ns in "$HPCC_NS"-*) ;; *) continue ;; esac
 			ip netns exec "$ns" cat /proc/net/hpcc_stat 2>/dev/null
 		done
 	} | awk '{ v[$1] += $2; if (!($1 in o)) { o[$1] = n++ } }
@@ -304,6 +317,23 @@ install_module() {
 	depmod -a "$kver" 2>/dev/null
 }
 
+# hpcc is restricted, like dctcp: only CAP_NET_ADMIN may pick it per
+# socket, and a netns cannot make it its default. hpcc_allow does what an
+# admin does to let every socket and netns choose it: add it to the global
+# net.ipv4.tcp_allowed_congestion_control (from the init netns). Loading
+# the module again restricts it again.
+hpcc_allow() {
+	local cur
+	cur=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control) || return 1
+	case " $cur " in *" hpcc "*) return 0 ;; esac
+	sysctl -qw net.ipv4.tcp_allowed_congestion_control="$cur hpcc"
+}
+
+# load_module: install_module, modprobe tcp_hpcc and hpcc_allow.
+load_module() {
+	install_module >/dev/null 2>&1 && modprobe tcp_hpcc && hpcc_allow
+}
+
 # ---- netns topologies -------------------------------------------------------
 #
 # Line topology used by the basic tests:
@@ -312,9 +342,9 @@ install_module() {
 #
 # The switch namespace forwards; its egress toward rcv is the bottleneck.
 
-NS_SND=hpcc-snd
-NS_SW=hpcc-sw
-NS_RCV=hpcc-rcv
+NS_SND=${HPCC_NS}-snd
+NS_SW=${HPCC_NS}-sw
+NS_RCV=${HPCC_NS}-rcv
 
 topo_cleanup() {
 	local ns

@@ -37,7 +37,7 @@ case_run() {
 	printf '%s\n' $2 >"$tmp/check"
 	(
 		PERF_GATE_FILE=$tmp/gate
-		_ktap_n=0
+		KTAP_TESTNO=1
 		ktap_perf_check inner "${3:-stub_check}" ${4:-}
 	)
 }
@@ -49,15 +49,17 @@ expect() { # expect NAME OUTPUT REGEX [calls of check] [calls of ref] [calls of 
 	[ -z "${5:-}" ] || [ "$(calls ref)" -eq "$5" ] || ok=0
 	[ -z "${6:-}" ] || [ "$(calls rerun)" -eq "$6" ] || ok=0
 	if [ $ok -eq 1 ]; then
-		ktap_pass "$name"
+		ktap_test_pass "$name"
 	else
-		ktap_info "got (check $(calls check), ref $(calls ref), rerun $(calls rerun) calls):"
-		ktap_info_lines <<<"$out"
-		ktap_fail "$name"
+		ktap_print_msg "got (check $(calls check), ref $(calls ref), rerun $(calls rerun) calls):"
+		ktap_print_msg_lines <<<"$out"
+		ktap_test_fail "$name"
 	fi
 }
 
-ktap_header 9
+ktap_print_header
+
+ktap_set_plan 9
 
 out=$(case_run "80" "pass")
 expect slow_host_skips_without_running_the_check "$out" \
@@ -89,4 +91,4 @@ expect rerun_sets_what_the_check_reads "$out" '^ok 1 inner$' "" 2 1
 out=$(case_run "92 91" "fail fail" stub_check stub_rerun)
 expect rerun_output_is_logged "$out" '^# rerun output$'
 
-ktap_finish
+ktap_finished

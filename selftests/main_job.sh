@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make run`: load tcp_hpcc with modprobe, select hpcc with
-# sysctl, and run one flow through an emulated INT switch (100 Mbit/s,
+# Guest side of `make run`: load tcp_hpcc with modprobe, allow it
+# (tcp_allowed_congestion_control), select hpcc with sysctl, and run one flow through an emulated INT switch (100 Mbit/s,
 # 2 ms base RTT), so HPCC++ runs on telemetry from the switch.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -14,6 +14,8 @@ RESULTS=${HPCC_RESULTS:-/tmp}
 
 install_module
 modprobe tcp_hpcc
+# hpcc is restricted like dctcp: allow it for every netns, as an admin would.
+hpcc_allow
 echo "loaded: $(grep '^tcp_hpcc ' /proc/modules)"
 echo "available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)"
 intsw_build >/dev/null
@@ -25,7 +27,7 @@ trap 'intsw_cleanup' EXIT
 	set +e # the namespace appears only once bench_scenario builds it
 	end=$((SECONDS + SECS + 20))
 	while [ $SECONDS -lt $end ]; do
-		{ echo "--"; ip netns exec hpcc-s1 ss -tinH dst 10.0.2.1:5301 2>/dev/null; } >>"$RESULTS/main_job.ss.txt"
+		{ echo "--"; ip netns exec ${HPCC_NS}-s1 ss -tinH dst 10.0.2.1:5301 2>/dev/null; } >>"$RESULTS/main_job.ss.txt"
 		sleep 2
 	done
 ) &

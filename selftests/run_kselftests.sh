@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest-side runner: runs every kselftest of tcp_hpcc in order, like the
-# kselftest runner does, and keeps each test's KTAP in $HPCC_RESULTS.
+# run_kselftests.sh TEST...: runs tcp_hpcc kselftests the way the kernel's
+# kselftest runner (tools/testing/selftests/kselftest/runner.sh) does, for
+# `make -C selftests run_tests`: a KTAP plan, each test's own KTAP nested
+# under "# selftests: tcp_hpcc: TEST" and prefixed "# ", then "ok N ...",
+# "ok N ... # SKIP" (exit 4), "not ok N ... # TIMEOUT S seconds" (the
+# `settings` file's timeout, or $kselftest_override_timeout; 0 = none) or
+# "not ok N ... # exit=RC". Each test's KTAP is also kept in
+# $HPCC_RESULTS/TEST.ktap (default /tmp), which run-all.sh counts.
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
 results=${HPCC_RESULTS:-/tmp}
-tests=(${HPCC_TESTS:-hpcc_basic.sh hpcc_probe.sh hpcc_ipv6.sh int_switch_test.sh int_switch_sfc.sh hpcc_sfc.sh hpcc_no_harm.sh hpcc_scale.sh})
+limit=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
+limit=${kselftest_override_timeout:-${limit:-45}}
+[ $# -gt 0 ] || { echo "usage: $0 TEST..." >&2; exit 2; }
 
 echo "TAP version 13"
-echo "1..${#tests[@]}"
+echo "1..$#"
 n=0
-for t in "${tests[@]}"; do
+for t in "$@"; do
 	n=$((n + 1))
+	echo "# timeout set to $limit"
 	echo "# selftests: tcp_hpcc: $t"
-	"$dir/$t" 2>&1 | tee "$results/${t%.sh}.ktap" | sed 's/^/# /'
+	timeout --kill-after=30 "$limit" "$dir/$t" 2>&1 | tee "$results/${t%.sh}.ktap" | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	case $rc in
 	0) echo "ok $n selftests: tcp_hpcc: $t" ;;
 	4) echo "ok $n selftests: tcp_hpcc: $t # SKIP" ;;
+	124) echo "not ok $n selftests: tcp_hpcc: $t # TIMEOUT $limit seconds" ;;
 	*) echo "not ok $n selftests: tcp_hpcc: $t # exit=$rc" ;;
 	esac
 done

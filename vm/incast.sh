@@ -21,8 +21,9 @@ make -C "$root/selftests" >/dev/null
 rm -rf "$out"
 mkdir -p "$out"
 rc=0
-"$root/vm/run" -k "$kdir" -w "$out" -- env HPCC_TESTS=hpcc_incast.sh INCAST_SENDERS="$n" \
+"$root/vm/run" -k "$kdir" -w "$out" -- env INCAST_SENDERS="$n" \
 	INCAST_REPS="${INCAST_REPS:-3}" INCAST_ALGOS="${INCAST_ALGOS:-hpcc dctcp cubic}" \
-	INCAST_FAMILY="${INCAST_FAMILY:-4}" "$root/selftests/run_kselftests.sh" || rc=$?
+	INCAST_FAMILY="${INCAST_FAMILY:-4}" \
+	make -s -C "$root/selftests" run_tests TEST_PROGS=hpcc_incast.sh kselftest_override_timeout=0 || rc=$?
 /usr/bin/python3 "$root/selftests/incast_plot.py" "$out"
 exit $rc
