@@ -11,8 +11,8 @@
         flow completion times from `hpcc_flow.py fct` output; prints
         {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown, p90_slowdown}}
 
-Percentiles are nearest-rank on the sorted values: element
-min(n - 1, floor(p * n)).
+Percentiles are nearest-rank (numpy's "inverted_cdf": the smallest value
+with at least a fraction p of the values at or below it).
 """
 import json
 import sys
@@ -21,8 +21,10 @@ UPDATE_EVENTS = ("2", "3")
 MSS, WIRE = 1448, 1514  # payload and Ethernet frame of a full segment
 
 
-def pct(sorted_values, p):
-    return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
+def pct(values, p):
+    """Nearest-rank percentile p (0..1) of a non-empty sequence."""
+    import numpy
+    return float(numpy.percentile(values, 100 * p, method="inverted_cdf"))
 
 
 def u_quartiles(lines, from_ns, to_ns):

@@ -58,11 +58,12 @@ def t_ideal_fct():
 
 def t_fct_percentiles_per_size():
     # 8 KiB: 10 flows of 5..14 ms (given out of order); 64 KiB: one flow of 20 ms.
+    # Nearest rank: p50 the 5th value (9 ms), p90 the 9th (13 ms).
     fct = [[8192, ms * 1_000_000] for ms in (14, 5, 13, 6, 12, 7, 11, 8, 10, 9)] + [[65536, 20_000_000]]
     got = benchstat.fct_sizes(fct, 100, 2000)
     small, large = got["8192"], got["65536"]
-    ok = (small["n"] == 10 and small["p50_ms"] == 10.0 and small["p90_ms"] == 14.0
-          and small["p50_slowdown"] == round(10.0 / 4.72672, 2) and large["n"] == 1
+    ok = (small["n"] == 10 and small["p50_ms"] == 9.0 and small["p90_ms"] == 13.0
+          and small["p50_slowdown"] == round(9.0 / 4.72672, 2) and large["n"] == 1
           and large["p50_ms"] == large["p90_ms"] == 20.0 and set(got) == {"8192", "65536"})
     return ok, f"got {got}"
 
@@ -81,7 +82,8 @@ def t_cli_u_reads_a_trace_file():
                             "1500000000", "3000000000"], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
-    want = {"u_updates": 2, "u_p25": 0.9, "u_p50": 1.0, "u_p75": 1.0}
+    # Two updates (0.9, 1.0): nearest rank, p50 is the first.
+    want = {"u_updates": 2, "u_p25": 0.9, "u_p50": 0.9, "u_p75": 1.0}
     return r.returncode == 0 and json.loads(r.stdout) == want, f"rc {r.returncode}, out {r.stdout.strip()}"
 
 

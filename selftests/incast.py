@@ -28,7 +28,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from intsw import CLONE_NEWNET, _libc, setns  # noqa: E402
 
 TCP_CONGESTION = 13
 REPLY = 64
@@ -54,13 +53,9 @@ def sizes(n, rep):
 
 
 def sock_in(ns, fam, cc, sndbuf=0):
-    me = os.open("/proc/self/ns/net", os.O_RDONLY)
-    try:
-        setns(ns)
+    from intsw import in_netns
+    with in_netns(ns):
         s = socket.socket(fam, socket.SOCK_STREAM)
-    finally:
-        _libc.setns(me, CLONE_NEWNET)
-        os.close(me)
     if cc:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
     if sndbuf:
@@ -182,8 +177,9 @@ def run(a):
 
 
 def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(len(v) * q))] if v else None
+    """Nearest-rank percentile q (0..1), as benchstat.py; None if empty."""
+    from benchstat import pct as nearest_rank
+    return nearest_rank(v, q) if len(v) else None
 
 
 def metrics(log_path, run_path, rate_bps, rtt_us):

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """Userspace side of the INT switch emulator (selftests/int_switch.bpf.c).
 
-A port's maps are pinned in one directory, /sys/fs/bpf/hpcc/<netns>/<dev>
-(see int_switch.sh). This tool reads and writes them with the bpf(2)
-syscall directly (fast under TCG; `bpftool map dump pinned DIR/port` shows
-the same data with field names), and crafts and captures HPCC++ probes.
+A port's maps are pinned in one directory, /sys/fs/bpf/<run>/<netns>/<dev>
+(see int_switch.sh). This tool reads and writes them with bpftool -j (one
+timed read of the port map excepted, see PortClock), samples the root
+qdisc over rtnetlink with pyroute2, and sends and captures HPCC++ probes
+(hpcc_wire.py builds them; scapy compiles the capture filter).
 
   intsw.py config DIR [key=value ...]   read-modify-write the port's config;
                                         prints it (keys: rate_bps buffer_bytes
@@ -57,7 +58,6 @@ Layouts: selftests/int_switch.h (keep in sync).
 """
 # Imports are kept lazy where they can be: every start of this tool costs
 # under TCG, and json/subprocess/argparse double it.
-import ctypes
 import os
 import re
 import struct
@@ -137,47 +137,84 @@ LOG_LEN = _D["INT_SW_LOG_LEN"]
 LOG_DROPPED = _D["INT_SW_LOG_DROPPED"]
 LOG_WIRE_MAX = 0xFFFF                # wire (a __u16) saturates here
 
-# ---- bpf(2) ------------------------------------------------------------------
-
-_NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280}[os.uname().machine]
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_OBJ_GET = 1, 2, 7
+# ---- maps --------------------------------------------------------------------
 
 
-def _bpf(cmd, attr):
-    buf = ctypes.create_string_buffer(attr, 128)
-    r = _libc.syscall(_NR_BPF, cmd, buf, 128)
-    if r < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    return r
+def _bpftool(*args):
+    import json
+    import subprocess
+    r = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OSError(f"bpftool {' '.join(args[:3])}: {r.stderr.strip() or r.stdout.strip()}")
+    return json.loads(r.stdout) if r.stdout.strip() else None
+
+
+def _key(k):
+    return [str(b) for b in struct.pack("<I", k)]
+
+
+def _bytes(hexes):
+    return bytes(int(x, 16) for x in hexes)
 
 
 class Map:
+    """A pinned array map, read and written with bpftool -j."""
+
     def __init__(self, path, value_size):
-        p = ctypes.create_string_buffer(path.encode())
-        self._p = p
-        self.fd = _bpf(BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(p), 0, 0))
-        self.vsize = value_size
+        self.path, self.vsize = path, value_size
 
     def lookup(self, key):
-        k = ctypes.create_string_buffer(struct.pack("<I", key), 4)
-        v = ctypes.create_string_buffer(self.vsize)
-        _bpf(BPF_MAP_LOOKUP_ELEM, struct.pack("<IIQQQ", self.fd, 0,
-             ctypes.addressof(k), ctypes.addressof(v), 0))
-        return v.raw
+        return _bytes(_bpftool("map", "lookup", "pinned", self.path, "key", *_key(key))["value"])
 
     def update(self, key, value):
-        k = ctypes.create_string_buffer(struct.pack("<I", key), 4)
-        v = ctypes.create_string_buffer(value, self.vsize)
-        _bpf(BPF_MAP_UPDATE_ELEM, struct.pack("<IIQQQ", self.fd, 0,
-             ctypes.addressof(k), ctypes.addressof(v), 0))
+        value = bytes(value).ljust(self.vsize, b"\0")
+        _bpftool("map", "update", "pinned", self.path, "key", *_key(key),
+                 "value", "hex", *(f"{b:02x}" for b in value))
+
+    def dump(self):
+        """Every entry's value, by key."""
+        return {struct.unpack("<I", _bytes(e["key"]))[0]: _bytes(e["value"])
+                for e in _bpftool("map", "dump", "pinned", self.path)}
+
+
+class PortClock:
+    """The one read not done with bpftool: the port map bracketed by two
+    clock reads at most READ_GAP_NS (200 us) apart (read_port_timed). A
+    bpftool process takes BPFTOOL_MS_TCG under TCG (selftests/tools_cost.py),
+    so this read is the bpf(2) syscall itself: BPF_OBJ_GET once, then
+    BPF_MAP_LOOKUP_ELEM."""
+
+    _NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280}[os.uname().machine]
+    BPF_MAP_LOOKUP_ELEM, BPF_OBJ_GET = 1, 7
+
+    def __init__(self, path, value_size):
+        import ctypes
+        self._c = ctypes
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.syscall.restype = ctypes.c_long
+        self._p = ctypes.create_string_buffer(path.encode())
+        self.fd = self._bpf(self.BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(self._p), 0, 0))
+        self._k = ctypes.create_string_buffer(struct.pack("<I", 0), 4)
+        self._v = ctypes.create_string_buffer(value_size)
+
+    def _bpf(self, cmd, attr):
+        buf = self._c.create_string_buffer(attr, 128)
+        r = self._libc.syscall(self._NR_BPF, cmd, buf, 128)
+        if r < 0:
+            e = self._c.get_errno()
+            raise OSError(e, os.strerror(e))
+        return r
+
+    def lookup(self):
+        self._bpf(self.BPF_MAP_LOOKUP_ELEM, struct.pack("<IIQQQ", self.fd, 0, self._c.addressof(self._k),
+                                                        self._c.addressof(self._v), 0))
+        return self._v.raw
 
 
 class Port:
     def __init__(self, d):
         self.dir = d
+        self.clock = None
         self.cfg = Map(os.path.join(d, "cfg"), CFG.size)
         self.port = Map(os.path.join(d, "port"), PORT.size)
         self.hist = Map(os.path.join(d, "hist"), HIST.size)
@@ -211,6 +248,11 @@ class Port:
     def read_port(self):
         return PORT.unpack(self.port.lookup(0))
 
+    def read_port_fast(self):
+        if self.clock is None:
+            self.clock = PortClock(self.port.path, PORT.size)
+        return PORT.unpack(self.clock.lookup())
+
     def read_hist(self):
         return list(HIST.values(self.hist.lookup(0)))
 
@@ -223,9 +265,10 @@ class Port:
     def read_log(self):
         """The logged packets, oldest first: (t_ns, backlog, sport, wire, dropped)."""
         n = struct.unpack("<Q", self.plogi.lookup(0))[0]
+        ring = self.plog.dump() if n else {}
         out = []
         for i in range(max(0, n - LOG_LEN), n):
-            t, bf, sport, wire = LOG.values(self.plog.lookup(i % LOG_LEN))
+            t, bf, sport, wire = LOG.values(ring[i % LOG_LEN])
             out.append((t, bf & ~LOG_DROPPED, sport, wire, int(bool(bf & LOG_DROPPED))))
         return out
 
@@ -329,73 +372,33 @@ def wait_busy(port, timeout, min_backlog):
     cfg = port.read_cfg()
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if backlog_bytes(cfg, port.read_port(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)) >= min_backlog:
+        p, now = read_port_timed(port)
+        if backlog_bytes(cfg, p, now) >= min_backlog:
             return 0
         time.sleep(0.02)
     return 1
 
 
 class RootQdisc:
-    """Counters of a device's root qdisc over rtnetlink (RTM_GETQDISC), from
-    a socket opened in the device's netns: bytes and packets it has sent
-    (qdisc_pkt_len: GSO counted with every segment's headers, like the
-    emulator) and its drops. No `tc` process per sample, so sampling barely
-    perturbs a TCG guest."""
+    """Counters of a device's root qdisc over rtnetlink (RTM_GETQDISC, with
+    pyroute2), from a socket opened in the device's netns: bytes and packets
+    it has sent (qdisc_pkt_len: GSO counted with every segment's headers,
+    like the emulator) and its drops. No `tc` process per sample, so
+    sampling barely perturbs a TCG guest."""
 
     def __init__(self, ns, dev):
-        import socket
-        me = os.open("/proc/self/ns/net", os.O_RDONLY)
-        try:
-            setns(ns)
-            self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
-            self.ifindex = socket.if_nametoindex(dev)
-        finally:
-            _libc.setns(me, CLONE_NEWNET)
-            os.close(me)
-        self.seq = 0
+        from pyroute2 import IPRoute
+        with in_netns(ns):
+            self.ipr = IPRoute()
+            self.ifindex = self.ipr.link_lookup(ifname=dev)[0]
 
     def read(self):
-        RTM_GETQDISC, RTM_NEWQDISC, NLMSG_DONE, NLMSG_ERROR = 38, 36, 3, 2
-        TCA_STATS2, TCA_STATS_BASIC, TCA_STATS_QUEUE = 7, 1, 3
-        self.seq += 1
-        tcm = struct.pack("<BxxxiIII", 0, self.ifindex, 0, 0, 0)
-        self.sock.send(struct.pack("<IHHII", 16 + len(tcm), RTM_GETQDISC, 0x301, self.seq, 0) + tcm)
-        res = (0, 0, 0)
-        while True:
-            buf = self.sock.recv(1 << 16)
-            off = 0
-            while off + 16 <= len(buf):
-                ln, typ, _, seq, _ = struct.unpack_from("<IHHII", buf, off)
-                if typ in (NLMSG_DONE, NLMSG_ERROR):
-                    return res
-                if typ == RTM_NEWQDISC:
-                    _, ifi, _, parent, _ = struct.unpack_from("<BxxxiIII", buf, off + 16)
-                    if ifi == self.ifindex and parent == 0xffffffff:
-                        res = self._stats(buf[off + 36:off + ln], TCA_STATS2,
-                                          TCA_STATS_BASIC, TCA_STATS_QUEUE) or res
-                off += (ln + 3) & ~3
-
-    @staticmethod
-    def _attrs(b):
-        off = 0
-        while off + 4 <= len(b):
-            ln, typ = struct.unpack_from("<HH", b, off)
-            if ln < 4:
-                break
-            yield typ & 0x3fff, b[off + 4:off + ln]
-            off += (ln + 3) & ~3
-
-    def _stats(self, b, stats2, basic, queue):
-        for typ, val in self._attrs(b):
-            if typ == stats2:
-                by = pk = dr = 0
-                for t2, v2 in self._attrs(val):
-                    if t2 == basic:
-                        by, pk = struct.unpack_from("<QI", v2)
-                    elif t2 == queue:
-                        dr = struct.unpack_from("<IIIII", v2)[2]
-                return by, pk, dr
-        return None
+        for q in self.ipr.get_qdiscs(index=self.ifindex):
+            if q["parent"] == 0xFFFFFFFF:
+                st = q.get_attr("TCA_STATS2")
+                basic, queue = st.get_attr("TCA_STATS_BASIC"), st.get_attr("TCA_STATS_QUEUE")
+                return basic["bytes"], basic["packets"], queue["drops"]
+        return 0, 0, 0
 
 
 # The backlog is next_ps minus the time of the map read. Under TCG the
@@ -412,7 +415,7 @@ def read_port_timed(port, tries=20):
     so the backlog is a lower bound, never more than the real one."""
     for _ in range(tries):
         t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        p = port.read_port()
+        p = port.read_port_fast()
         t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         if t1 - t0 <= READ_GAP_NS:
             return p, (t0 + t1) // 2
@@ -467,17 +470,25 @@ def util(path, rate_bps, skip_s, tail_s, from_ns=0):
 
 # ---- probes -----------------------------------------------------------------
 
-CLONE_NEWNET = 0x40000000
+class in_netns:
+    """`with in_netns(NAME):` runs the block in the existing netns NAME
+    (pyroute2; a missing one is an error, never created), then returns."""
 
+    def __init__(self, name):
+        self.name = name
 
-def setns(name):
-    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, f"setns {name}: {os.strerror(e)}")
-    finally:
-        os.close(fd)
+    def __enter__(self):
+        from pyroute2 import netns
+        netns.pushns()
+        try:
+            netns.setns(self.name, flags=0)
+        except BaseException:
+            netns.popns()
+            raise
+
+    def __exit__(self, *exc):
+        from pyroute2 import netns
+        netns.popns()
 
 
 def probe(argv):
@@ -507,25 +518,18 @@ def probe(argv):
     a = ap.parse_args(argv)
     port = Port(a.port) if a.port else None
     before = stats(port) if port else None
-    me = os.open("/proc/self/ns/net", os.O_RDONLY)
-    setns(a.dst_ns)
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    # Only frames with HPCC_PROBE_MAGIC right after a 20-byte IPv4 and a
-    # 20-byte TCP header reach the socket: under a bulk flow python could
-    # not keep up with every frame.
-    cbpf = struct.pack("<HBBI", 0x20, 0, 0, 14 + 20 + 20)          # ld [54]
-    cbpf += struct.pack("<HBBI", 0x15, 0, 1, _wire().MAGIC)        # jeq MAGIC
-    cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0xffff)               # ret all
-    cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0)                    # ret 0
-    prog = ctypes.create_string_buffer(cbpf, len(cbpf))
-    fprog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(prog))
-    rx.setsockopt(socket.SOL_SOCKET, 26, fprog)                     # SO_ATTACH_FILTER
-    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    rx.bind((a.dev, 0))
-    rx.settimeout(0.1)
-    setns(a.src_ns)
-    tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    _libc.setns(me, CLONE_NEWNET)
+    from scapy.arch.linux import attach_filter
+    with in_netns(a.dst_ns):
+        rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        # Only probes and responses reach the socket (the kernel filters,
+        # compiled by scapy with tcpdump): under a bulk flow python could
+        # not keep up with every frame.
+        attach_filter(rx, f"tcp[20:4] = {_wire().MAGIC:#x}", a.dev)
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        rx.bind((a.dev, 0))
+        rx.settimeout(0.1)
+    with in_netns(a.src_ns):
+        tx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     ptype = _wire().T_PROBE if a.type == "probe" else _wire().T_RESPONSE
     want = {a.nonce + i for i in range(a.count)}
     sent = {}

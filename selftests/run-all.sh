@@ -66,10 +66,14 @@ step "host test of the selftest library (selftests/lib_test.sh)"
 host_ktap lib_test bash "$root/selftests/lib_test.sh"
 
 step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
-host_ktap benchstat_test python3 "$root/selftests/benchstat_test.py"
+host_ktap benchstat_test /usr/bin/python3 "$root/selftests/benchstat_test.py"
+
+step "host test of the wire format's headers against scapy (selftests/wire_test.py)"
+# The distribution's python: scapy comes from Debian (setup-host.sh).
+host_ktap wire_test /usr/bin/python3 "$root/selftests/wire_test.py"
 
 step "host test of the incast benchmark's metrics (selftests/incast_test.py)"
-host_ktap incast_test python3 "$root/selftests/incast_test.py"
+host_ktap incast_test /usr/bin/python3 "$root/selftests/incast_test.py"
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
