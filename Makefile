@@ -55,8 +55,11 @@ modules: toolchain-check
 	$(MAKE) -C $(KDIR) M=$(ROOT) LLVM=1 modules
 
 # The kernel's modules_install (which runs depmod) into
-# $(INSTALL_MOD_PATH)/lib/modules/<KDIR's release>/updates/.
-install: modules
+# $(INSTALL_MOD_PATH)/lib/modules/<KDIR's release>/updates/. It installs
+# what `make` built and builds nothing (`sudo make install` may not find
+# the user's rustc).
+install:
+	@[ -f $(ROOT)/tcp_hpcc.ko ] || { echo "tcp_hpcc: nothing to install: run make first" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(ROOT) LLVM=1 modules_install
 
 clean:
@@ -85,7 +88,7 @@ incast:
 # The closed-loop acceptance test of HPCC++ on the INT switch emulator
 # (selftests/hpcc_closed_loop.sh), in virtual time unless HPCC_VM_ICOUNT=0
 # (vm/run: the TCG host's stalls are not the network under test); not part
-# of `make check` (about 24 min), see README.
+# of `make check` (about 30 min), see README.
 closed-loop:
 	HPCC_VM_ICOUNT=$${HPCC_VM_ICOUNT:-1} HPCC_TESTS=hpcc_closed_loop.sh $(ROOT)/selftests/run-all.sh
 

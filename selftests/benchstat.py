@@ -24,7 +24,7 @@ MSS, WIRE = 1448, 1514  # payload and Ethernet frame of a full segment
 def pct(values, p):
     """Nearest-rank percentile p (0..1) of a non-empty sequence."""
     import numpy
-    return float(numpy.percentile(values, 100 * p, method="inverted_cdf"))
+    return float(numpy.quantile(values, p, method="inverted_cdf"))
 
 
 def u_quartiles(lines, from_ns, to_ns):

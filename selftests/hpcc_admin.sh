@@ -33,19 +33,30 @@ ktap_print_header
 
 ktap_set_plan 6
 mkdir -p "$OUT"
-trap 'pkill -f "hpcc-admin-flow" 2>/dev/null; pkill bpftrace; pkill perf; intsw_cleanup' EXIT
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null; intsw_cleanup' EXIT
 
 # 1. The installed tree loads with modprobe -d.
+unload() { # rmmod, retried while the previous test's sockets go away
+	local try
+	for try in $(seq 1 100); do
+		grep -q '^tcp_hpcc ' /proc/modules || return 0
+		rmmod tcp_hpcc 2>/dev/null
+		sleep 0.1
+	done
+	echo "tcp_hpcc still loaded (in use) after 10 s"
+	return 1
+}
 t_modprobe_d() {
 	local kver path
 	kver=$(uname -r)
-	rmmod tcp_hpcc 2>/dev/null
-	modprobe -d "$INSTALL_ROOT" tcp_hpcc || return 1
+	unload || return 1
+	modprobe --first-time -d "$INSTALL_ROOT" tcp_hpcc || return 1
 	grep -q '^tcp_hpcc ' /proc/modules || { echo "not loaded"; return 1; }
 	path=$(modinfo -b "$INSTALL_ROOT" -n tcp_hpcc) || return 1
 	echo "loaded $path for $kver"
 	case $path in "$INSTALL_ROOT"/lib/modules/"$kver"/*) ;; *) return 1 ;; esac
-	rmmod tcp_hpcc
+	unload
 }
 if [ -f "$INSTALL_ROOT/lib/modules/$(uname -r)/modules.dep" ]; then
 	ktap_check_v "installed_tree_loads_with_modprobe_d" t_modprobe_d
@@ -62,16 +73,27 @@ intsw_topo_fanin 1 rate_mbit=20 rtt_us=2000 >"$OUT/topo.log" 2>&1 ||
 # acknowledged, writes "ready SPORT" to $OUT/flow.out and stays open and
 # idle (no ACK, no sample: its state holds still) until killed.
 ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 60 >/dev/null &
+PIDS+=($!)
 wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || { ktap_test_fail "receiver_listens"; ktap_finished; }
 hpcc_trace_start
-# The README's one-liners, attached before the flow starts (bpftrace
-# compiles its program first: up to several seconds under TCG).
-bpftrace -e 'tracepoint:tcp_hpcc:hpcc_sample { @samples[args->n_hops] = count(); }' >"$OUT/bpftrace.txt" 2>&1 &
+# The README's one-liners, attached before the flow starts: bpftrace
+# compiles its program first (up to several seconds under TCG), perf
+# starts disabled and is enabled through its control fifo (the ack says
+# its events are on).
+bpftrace -e 'tracepoint:tcp_hpcc:hpcc_sample { @u_ppm = hist(args->u_ppm); }' >"$OUT/bpftrace.txt" 2>&1 &
 BT_PID=$!
+PIDS+=($BT_PID)
 for _ in $(seq 1 600); do grep -q '^Attaching' "$OUT/bpftrace.txt" && break; sleep 0.1; done
-perf record -q -e tcp_hpcc:hpcc_sample -a -o "$OUT/perf.data" >"$OUT/perf.log" 2>&1 &
+rm -f "$OUT/perf.ctl" "$OUT/perf.ack"
+mkfifo "$OUT/perf.ctl" "$OUT/perf.ack"
+perf record -q -D -1 --control "fifo:$OUT/perf.ctl,$OUT/perf.ack" -e tcp_hpcc:hpcc_sample -a \
+	-o "$OUT/perf.data" >"$OUT/perf.log" 2>&1 &
 PERF_PID=$!
-sleep 2
+PIDS+=($PERF_PID)
+exec 8<>"$OUT/perf.ack"
+echo enable >"$OUT/perf.ctl"
+read -r -t 60 -u 8 PERF_ACK || PERF_ACK=
+exec 8>&-
 ip netns exec ${HPCC_NS}-s1 python3 - 10.0.2.1 $PORT hpcc-admin-flow >"$OUT/flow.out" 2>&1 <<'PY' &
 import socket, struct, sys, time
 s = socket.socket()
@@ -80,7 +102,7 @@ s.connect((sys.argv[1], int(sys.argv[2])))
 buf, end = b"x" * 65536, time.time() + 2
 while time.time() < end:
     s.send(buf)
-for _ in range(500):  # tcpi_unacked is the 9th u32 after the 8 u8s
+for _ in range(500):  # tcpi_unacked: the 5th u32, after 8 bytes of u8s
     if struct.unpack_from("I", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 8 + 4 * 4)[0] == 0:
         break
     time.sleep(0.01)
@@ -89,6 +111,7 @@ print("ready", s.getsockname()[1], flush=True)
 time.sleep(60)
 PY
 FLOW_PID=$!
+PIDS+=($FLOW_PID)
 for _ in $(seq 1 200); do grep -q '^ready' "$OUT/flow.out" && break; sleep 0.1; done
 SPORT=$(awk '/^ready/ { print $2 }' "$OUT/flow.out")
 ip netns exec ${HPCC_NS}-s1 cat /proc/net/hpcc_flows >"$OUT/flows.txt"
@@ -107,7 +130,8 @@ flows, trace, ss, local, remote = sys.argv[1:]
 lines = open(flows).read().splitlines()
 print(lines[0])
 cols = lines[0].split()
-row = [dict(zip(cols, l.split())) for l in lines[1:] if l.split()[:2] == [local, remote]]
+# A walk during a resize of the table may list a flow twice.
+row = [dict(zip(cols, l.split())) for l in dict.fromkeys(lines[1:]) if l.split()[:2] == [local, remote]]
 if len(row) != 1:
     sys.exit(f"{len(row)} lines for {local} -> {remote} in the listing")
 row = row[0]
@@ -182,8 +206,9 @@ t_tools() {
 	local n_trace n_perf n_bt
 	n_trace=$(grep -c "src=10.1.1.1:$SPORT " "$OUT/trace.txt")
 	n_perf=$(perf script -i "$OUT/perf.data" 2>/dev/null | grep -c "hpcc_sample: src=10.1.1.1:$SPORT ")
-	n_bt=$(awk -F': ' '/^@samples\[/ { n += $2 } END { print n + 0 }' "$OUT/bpftrace.txt")
-	echo "samples of the flow: trace buffer $n_trace, perf script $n_perf; bpftrace (all flows) $n_bt"
+	# Histogram lines: "[512K, 1M)    123 |@@@@     |".
+	n_bt=$(sed -n 's/^\[[^)]*) *\([0-9][0-9]*\) .*/\1/p' "$OUT/bpftrace.txt" | awk '{ n += $1 } END { print n + 0 }')
+	echo "samples of the flow: trace buffer $n_trace, perf script $n_perf (enabled: ${PERF_ACK:-no ack}); bpftrace histogram (all flows) $n_bt"
 	[ "$n_trace" -ge 10 ] && [ "$n_perf" -eq "$n_trace" ] && [ "$n_bt" -ge "$n_trace" ] || {
 		tail -5 "$OUT/bpftrace.txt" "$OUT/perf.log"; return 1; }
 }

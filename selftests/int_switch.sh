@@ -72,7 +72,7 @@
 #       0x0b2), each with its emulator on port rcv; intsw_route a|b moves
 #       both directions of the route onto one of them.
 #   intsw_sender_offload on|off          TSO/GSO on the senders' devices
-#   intsw_cleanup                        delete every hpcc-* netns and all pins
+#   intsw_cleanup                        delete every netns and pin of this run ($HPCC_NS)
 
 INTSW_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HPCC_ROOT=${HPCC_ROOT:-$(cd "$INTSW_DIR/.." && pwd)}

@@ -295,15 +295,18 @@ tcp_untouched() {
 	done
 }
 
-# Makes tcp_hpcc.ko visible to modprobe: a private, writable module tree
-# for the running kernel with the module under extra/, then depmod.
+# Makes tcp_hpcc.ko visible to modprobe: under extra/ of the running
+# kernel's module tree, then depmod. Where that tree is not writable (the
+# VM sees the host's root read-only) a private tmpfs holds it, with the
+# tree's module indexes.
 install_module() {
 	local ko=${HPCC_KO:-$HPCC_ROOT/tcp_hpcc.ko}
 	local kver moddir
 	kver=$(uname -r)
 	moddir=/lib/modules/$kver
 	[ -f "$ko" ] || { echo "no module at $ko"; return 1; }
-	if ! grep -qs " /lib/modules tmpfs " /proc/mounts || [ -L "$moddir" ]; then
+	[ -e "$moddir" ] || [ ! -w /lib/modules ] || mkdir -p "$moddir"
+	if ! { [ -d "$moddir" ] && [ ! -L "$moddir" ] && [ -w "$moddir" ]; }; then
 		local prev=
 		[ -e "$moddir" ] && prev=$(readlink -f "$moddir")
 		mount -t tmpfs -o mode=0755 hpcc-modules /lib/modules || return 1

@@ -23,8 +23,16 @@ for t in "$@"; do
 	n=$((n + 1))
 	echo "# timeout set to $limit"
 	echo "# selftests: tcp_hpcc: $t"
+	# Each test's netns and emulator pins are named after its own HPCC_NS
+	# (lib.sh); whatever a killed or failed test left is reaped after it.
+	HPCC_NS=$(mktemp -u hpcc-XXXXXX)
+	export HPCC_NS
 	timeout --kill-after=30 "$limit" "$dir/$t" 2>&1 | tee "$results/${t%.sh}.ktap" | sed 's/^/# /'
 	rc=${PIPESTATUS[0]}
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		case $ns in "$HPCC_NS"-*) ip netns del "$ns" 2>/dev/null ;; esac
+	done
+	rm -rf "/sys/fs/bpf/$HPCC_NS" 2>/dev/null
 	case $rc in
 	0) echo "ok $n selftests: tcp_hpcc: $t" ;;
 	4) echo "ok $n selftests: tcp_hpcc: $t # SKIP" ;;

@@ -15,7 +15,7 @@ DEB_PKGS=(
 	iproute2 iperf3 bpftool libbpf-dev nftables tcpdump
 	linux-source-6.12
 	python3-pip python3-matplotlib xz-utils ethtool procps
-	dkms util-linux bpftrace python3-scapy python3-pyroute2
+	dkms util-linux bpftrace linux-perf python3-scapy python3-pyroute2
 )
 
 log() { printf 'setup-host: %s\n' "$*" >&2; }
