@@ -34,7 +34,8 @@ ktap_print_header
 ktap_set_plan 6
 mkdir -p "$OUT"
 PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; intsw_cleanup' EXIT
+PERF_DIR=
+trap 'kill "${PIDS[@]}" 2>/dev/null; intsw_cleanup; [ -z "$PERF_DIR" ] || rm -rf "$PERF_DIR"' EXIT
 
 # 1. The installed tree loads with modprobe -d.
 unload() { # rmmod, retried while the previous test's sockets go away
@@ -84,14 +85,16 @@ bpftrace -e 'tracepoint:tcp_hpcc:hpcc_sample { @u_ppm = hist(args->u_ppm); }' >"
 BT_PID=$!
 PIDS+=($BT_PID)
 for _ in $(seq 1 600); do grep -q '^Attaching' "$OUT/bpftrace.txt" && break; sleep 0.1; done
-rm -f "$OUT/perf.ctl" "$OUT/perf.ack"
-mkfifo "$OUT/perf.ctl" "$OUT/perf.ack"
-perf record -q -D -1 --control "fifo:$OUT/perf.ctl,$OUT/perf.ack" -e tcp_hpcc:hpcc_sample -a \
-	-o "$OUT/perf.data" >"$OUT/perf.log" 2>&1 &
+# Its fifos and data on the guest's tmpfs (the results directory is a
+# host share).
+PERF_DIR=$(mktemp -d)
+mkfifo "$PERF_DIR/ctl" "$PERF_DIR/ack"
+perf record -q -D -1 --control "fifo:$PERF_DIR/ctl,$PERF_DIR/ack" -e tcp_hpcc:hpcc_sample -a \
+	-o "$PERF_DIR/perf.data" >"$OUT/perf.log" 2>&1 &
 PERF_PID=$!
 PIDS+=($PERF_PID)
-exec 8<>"$OUT/perf.ack"
-echo enable >"$OUT/perf.ctl"
+exec 8<>"$PERF_DIR/ack"
+echo enable >"$PERF_DIR/ctl"
 read -r -t 60 -u 8 PERF_ACK || PERF_ACK=
 exec 8>&-
 ip netns exec ${HPCC_NS}-s1 python3 - 10.0.2.1 $PORT hpcc-admin-flow >"$OUT/flow.out" 2>&1 <<'PY' &
@@ -205,7 +208,7 @@ ktap_check "closed_flow_leaves_the_listing" t_closed
 t_tools() {
 	local n_trace n_perf n_bt
 	n_trace=$(grep -c "src=10.1.1.1:$SPORT " "$OUT/trace.txt")
-	n_perf=$(perf script -i "$OUT/perf.data" 2>/dev/null | grep -c "hpcc_sample: src=10.1.1.1:$SPORT ")
+	n_perf=$(perf script -i "$PERF_DIR/perf.data" 2>/dev/null | grep -c "hpcc_sample: src=10.1.1.1:$SPORT ")
 	# Histogram lines: "[512K, 1M)    123 |@@@@     |".
 	n_bt=$(sed -n 's/^\[[^)]*) *\([0-9][0-9]*\) .*/\1/p' "$OUT/bpftrace.txt" | awk '{ n += $1 } END { print n + 0 }')
 	echo "samples of the flow: trace buffer $n_trace, perf script $n_perf (enabled: ${PERF_ACK:-no ack}); bpftrace histogram (all flows) $n_bt"
