@@ -73,7 +73,7 @@ intsw_topo_fanin 1 rate_mbit=20 rtt_us=2000 >"$OUT/topo.log" 2>&1 ||
 # An hpcc flow hpcc-s1 -> hpcc-rcv that sends for 2 s, waits until all is
 # acknowledged, writes "ready SPORT" to $OUT/flow.out and stays open and
 # idle (no ACK, no sample: its state holds still) until killed.
-ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 60 >/dev/null &
+ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 900 >/dev/null &
 PIDS+=($!)
 wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || { ktap_test_fail "receiver_listens"; ktap_finished; }
 hpcc_trace_start
@@ -191,6 +191,7 @@ ktap_check_v "listing_and_counters_root_only" t_root_only
 
 # 5. A closed flow leaves the listing.
 t_closed() {
+	[ -n "$SPORT" ] && grep -q ":$SPORT " "$OUT/flows.txt" || { echo "the flow was never listed"; return 1; }
 	kill "$FLOW_PID" 2>/dev/null
 	wait "$FLOW_PID" 2>/dev/null
 	local n try
@@ -213,7 +214,7 @@ t_tools() {
 	n_bt=$(sed -n 's/^\[[^)]*) *\([0-9][0-9]*\) .*/\1/p' "$OUT/bpftrace.txt" | awk '{ n += $1 } END { print n + 0 }')
 	echo "samples of the flow: trace buffer $n_trace, perf script $n_perf (enabled: ${PERF_ACK:-no ack}); bpftrace histogram (all flows) $n_bt"
 	[ "$n_trace" -ge 10 ] && [ "$n_perf" -eq "$n_trace" ] && [ "$n_bt" -ge "$n_trace" ] || {
-		tail -5 "$OUT/bpftrace.txt" "$OUT/perf.log"; return 1; }
+		tail -n 5 "$OUT/bpftrace.txt" "$OUT/perf.log"; return 1; }
 }
 ktap_check_v "perf_and_bpftrace_see_the_samples" t_tools
 
