@@ -5,7 +5,7 @@ not replace, measured where the tests run (as root; in the VM under TCG):
 
   - building a response: scapy against hpcc_wire.tcp_packet;
   - reading a pinned array map: a bpftool -j process against the bpf(2)
-    syscall (intsw.PortClock), and dumping a packet log's 65,536 records;
+    syscall (intsw.SyscallMap), and dumping a packet log's 65,536 records;
   - reading a root qdisc's counters: pyroute2 (intsw.RootQdisc) against a
     `tc -s` process.
 
@@ -41,7 +41,7 @@ def main():
     subprocess.run(["bpftool", "map", "create", pin, "type", "array", "key", "4", "value", "64",
                     "entries", "1", "name", "tools_cost"], check=True)
     try:
-        m, c = intsw.Map(pin, 64), intsw.PortClock(pin, 64)
+        m, c = intsw.Map(pin, 64), intsw.SyscallMap(pin, 64)
         out["map_bpftool_us"] = per_op_us(lambda: m.lookup(0), 20)
         out["map_syscall_us"] = per_op_us(c.lookup, 2000)
     finally:
