@@ -4,9 +4,10 @@
 
 A port's maps are pinned in one directory, /sys/fs/bpf/<run>/<netns>/<dev>
 (see int_switch.sh). This tool reads and writes them with bpftool -j (the
-port map's timed read and the packet log excepted, see SyscallMap), samples the root
-qdisc over rtnetlink with pyroute2, and sends and captures HPCC++ probes
-(hpcc_wire.py builds them; scapy compiles the capture filter).
+sampler's reads and the packet log excepted, see SyscallMap), samples the
+root qdisc over rtnetlink, and sends and captures HPCC++ probes
+(hpcc_wire.py builds them). What stays hand-written here and why:
+SyscallMap, RootQdisc, in_netns, probe's capture filter (each says).
 
   intsw.py config DIR [key=value ...]   read-modify-write the port's config;
                                         prints it (keys: rate_bps buffer_bytes
@@ -183,8 +184,9 @@ class SyscallMap:
     is too slow for. Measured in the VM under TCG (tools_cost.py, beside
     another VM): one bpftool lookup 358 ms against 151 us here, and a
     bpftool dump of the 65,536-record packet log 21 s. So the port map's
-    timed read (read_port_timed: between two clock reads 200 us apart)
-    and the packet log (its logged records only) are read here."""
+    timed read (read_port_timed: between two clock reads 200 us apart),
+    the sampler's start (it must run before the flows start) and the
+    packet log (its logged records only) are read here."""
 
     _NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280}[os.uname().machine]
     BPF_MAP_LOOKUP_ELEM, BPF_OBJ_GET = 1, 7
@@ -383,25 +385,67 @@ def wait_busy(port, timeout, min_backlog):
 
 
 class RootQdisc:
-    """Counters of a device's root qdisc over rtnetlink (RTM_GETQDISC, with
-    pyroute2), from a socket opened in the device's netns: bytes and packets
-    it has sent (qdisc_pkt_len: GSO counted with every segment's headers,
-    like the emulator) and its drops. No `tc` process per sample, so
-    sampling barely perturbs a TCG guest."""
+    """Counters of a device's root qdisc over rtnetlink (RTM_GETQDISC), from
+    a socket opened in the device's netns: bytes and packets it has sent
+    (qdisc_pkt_len: GSO counted with every segment's headers, like the
+    emulator) and its drops. No `tc` process per sample, so sampling barely
+    perturbs a TCG guest (586 ms per `tc -s` read there).
+
+    Hand-written rather than pyroute2: the sampler must be running before
+    the flows it samples start, and importing pyroute2 takes 0.65 s on the
+    2-core build host (python itself 0.05 s) and 32 s under TCG
+    (tools_cost.py): a sampler with it missed a whole 4 s flow in
+    int_switch_test.sh. A read costs 0.32 ms here, 9.8 ms with pyroute2."""
 
     def __init__(self, ns, dev):
-        from pyroute2 import IPRoute
+        import socket
         with in_netns(ns):
-            self.ipr = IPRoute()
-            self.ifindex = self.ipr.link_lookup(ifname=dev)[0]
+            self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+            self.ifindex = socket.if_nametoindex(dev)
+        self.seq = 0
 
     def read(self):
-        for q in self.ipr.get_qdiscs(index=self.ifindex):
-            if q["parent"] == 0xFFFFFFFF:
-                st = q.get_attr("TCA_STATS2")
-                basic, queue = st.get_attr("TCA_STATS_BASIC"), st.get_attr("TCA_STATS_QUEUE")
-                return basic["bytes"], basic["packets"], queue["drops"]
-        return 0, 0, 0
+        RTM_GETQDISC, RTM_NEWQDISC, NLMSG_DONE, NLMSG_ERROR = 38, 36, 3, 2
+        TCA_STATS2, TCA_STATS_BASIC, TCA_STATS_QUEUE = 7, 1, 3
+        self.seq += 1
+        tcm = struct.pack("<BxxxiIII", 0, self.ifindex, 0, 0, 0)
+        self.sock.send(struct.pack("<IHHII", 16 + len(tcm), RTM_GETQDISC, 0x301, self.seq, 0) + tcm)
+        res = (0, 0, 0)
+        while True:
+            buf = self.sock.recv(1 << 16)
+            off = 0
+            while off + 16 <= len(buf):
+                ln, typ, _, seq, _ = struct.unpack_from("<IHHII", buf, off)
+                if typ in (NLMSG_DONE, NLMSG_ERROR):
+                    return res
+                if typ == RTM_NEWQDISC:
+                    _, ifi, _, parent, _ = struct.unpack_from("<BxxxiIII", buf, off + 16)
+                    if ifi == self.ifindex and parent == 0xffffffff:
+                        res = self._stats(buf[off + 36:off + ln], TCA_STATS2,
+                                          TCA_STATS_BASIC, TCA_STATS_QUEUE) or res
+                off += (ln + 3) & ~3
+
+    @staticmethod
+    def _attrs(b):
+        off = 0
+        while off + 4 <= len(b):
+            ln, typ = struct.unpack_from("<HH", b, off)
+            if ln < 4:
+                break
+            yield typ & 0x3fff, b[off + 4:off + ln]
+            off += (ln + 3) & ~3
+
+    def _stats(self, b, stats2, basic, queue):
+        for typ, val in self._attrs(b):
+            if typ == stats2:
+                by = pk = dr = 0
+                for t2, v2 in self._attrs(val):
+                    if t2 == basic:
+                        by, pk = struct.unpack_from("<QI", v2)
+                    elif t2 == queue:
+                        dr = struct.unpack_from("<IIIII", v2)[2]
+                return by, pk, dr
+        return None
 
 
 # The backlog is next_ps minus the time of the map read. Under TCG the
@@ -428,7 +472,7 @@ def read_port_timed(port, tries=20):
 def sample(port, ns, dev, interval, duration):
     """Columns: t_ns tx_bytes drops ce_marks backlog_bytes fq_bytes fq_drops
     t_fq_ns (the port's map and the root qdisc read back to back)."""
-    cfg = port.read_cfg()
+    cfg = CFG.unpack(SyscallMap(port.cfg.path, CFG.size).lookup())  # no bpftool start-up
     q = RootQdisc(ns, dev)
     end = time.monotonic() + duration
     while True:
@@ -473,25 +517,43 @@ def util(path, rate_bps, skip_s, tail_s, from_ns=0):
 
 # ---- probes -----------------------------------------------------------------
 
+_CLONE_NEWNET = 0x40000000
+
+
 class in_netns:
-    """`with in_netns(NAME):` runs the block in the existing netns NAME
-    (pyroute2; a missing one is an error, never created), then returns."""
+    """`with in_netns(NAME):` runs the block in the existing netns NAME (a
+    missing one is an error, never created), then returns: setns(2) with
+    the C library, as pyroute2.netns does, without pyroute2's import cost
+    (see RootQdisc)."""
 
     def __init__(self, name):
         self.name = name
 
+    @staticmethod
+    def _setns(fd, what):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"setns {what}: {os.strerror(e)}")
+
     def __enter__(self):
-        from pyroute2 import netns
-        netns.pushns()
+        self.me = os.open("/proc/self/ns/net", os.O_RDONLY)
         try:
-            netns.setns(self.name, flags=0)
+            fd = os.open(f"/run/netns/{self.name}", os.O_RDONLY)
+            try:
+                self._setns(fd, self.name)
+            finally:
+                os.close(fd)
         except BaseException:
-            netns.popns()
+            os.close(self.me)
             raise
 
     def __exit__(self, *exc):
-        from pyroute2 import netns
-        netns.popns()
+        try:
+            self._setns(self.me, "back")
+        finally:
+            os.close(self.me)
 
 
 def probe(argv):
@@ -521,13 +583,21 @@ def probe(argv):
     a = ap.parse_args(argv)
     port = Port(a.port) if a.port else None
     before = stats(port) if port else None
-    from scapy.arch.linux import attach_filter
+    import ctypes
     with in_netns(a.dst_ns):
         rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-        # Only probes and responses reach the socket (the kernel filters,
-        # compiled by scapy with libpcap): under a bulk flow python could
-        # not keep up with every frame.
-        attach_filter(rx, f"tcp[20:4] = {_wire().MAGIC:#x}", a.dev)
+        # Only frames with HPCC_PROBE_MAGIC right after a 20-byte IPv4 and
+        # a 20-byte TCP header reach the socket: under a bulk flow python
+        # could not keep up with every frame. Four classic BPF
+        # instructions by hand: scapy compiles the same filter, but
+        # importing it takes 17.6 s under TCG (tools_cost.py).
+        cbpf = struct.pack("<HBBI", 0x20, 0, 0, 14 + 20 + 20)          # ld [54]
+        cbpf += struct.pack("<HBBI", 0x15, 0, 1, _wire().MAGIC)        # jeq MAGIC
+        cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0xffff)               # ret all
+        cbpf += struct.pack("<HBBI", 0x06, 0, 0, 0)                    # ret 0
+        prog = ctypes.create_string_buffer(cbpf, len(cbpf))
+        fprog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(prog))
+        rx.setsockopt(socket.SOL_SOCKET, 26, fprog)                     # SO_ATTACH_FILTER
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         rx.bind((a.dev, 0))
         rx.settimeout(0.1)

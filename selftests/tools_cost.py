@@ -6,8 +6,9 @@ not replace, measured where the tests run (as root; in the VM under TCG):
   - building a response: scapy against hpcc_wire.tcp_packet;
   - reading a pinned array map: a bpftool -j process against the bpf(2)
     syscall (intsw.SyscallMap), and dumping a packet log's 65,536 records;
-  - reading a root qdisc's counters: pyroute2 (intsw.RootQdisc) against a
-    `tc -s` process.
+  - reading a root qdisc's counters: intsw.RootQdisc (rtnetlink by hand)
+    against pyroute2 and against a `tc -s` process;
+  - starting python, and importing pyroute2 and scapy.
 
   tools_cost.py       one JSON line, microseconds per operation
 """
@@ -60,11 +61,20 @@ def main():
         subprocess.run(["ip", "-n", ns, "link", "add", "tc0", "type", "dummy"], check=True)
         subprocess.run(["tc", "-n", ns, "qdisc", "replace", "dev", "tc0", "root", "fq"], check=True)
         q = intsw.RootQdisc(ns, "tc0")
-        out["qdisc_pyroute2_us"] = per_op_us(q.read, 200)
+        out["qdisc_rtnetlink_us"] = per_op_us(q.read, 200)
+        from pyroute2 import IPRoute
+        with intsw.in_netns(ns):
+            ipr = IPRoute()
+            idx = ipr.link_lookup(ifname="tc0")[0]
+        out["qdisc_pyroute2_us"] = per_op_us(lambda: [m.get_attr("TCA_STATS2") for m in ipr.get_qdiscs(index=idx)], 200)
         out["qdisc_tc_us"] = per_op_us(lambda: subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", "tc0"],
                                                               capture_output=True), 20)
     finally:
         subprocess.run(["ip", "netns", "del", ns])
+    # Start-up: a fresh interpreter, and one that imports each tool.
+    for name, code in (("python_start_us", "pass"), ("import_pyroute2_us", "import pyroute2.netns, pyroute2"),
+                       ("import_scapy_us", "from scapy.layers.inet import IP, TCP"), ("import_numpy_us", "import numpy")):
+        out[name] = per_op_us(lambda: subprocess.run([sys.executable, "-c", code], check=True), 3)
     print(json.dumps(out))
 
 
