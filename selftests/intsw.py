@@ -3,9 +3,9 @@
 """Userspace side of the INT switch emulator (selftests/int_switch.bpf.c).
 
 A port's maps are pinned in one directory, /sys/fs/bpf/<run>/<netns>/<dev>
-(see int_switch.sh). This tool reads and writes them with bpftool -j (the
-sampler's reads and the packet log excepted, see SyscallMap), samples the
-root qdisc over rtnetlink, and sends and captures HPCC++ probes
+(see int_switch.sh). This tool writes them with bpftool and reads them with
+the bpf(2) syscall (see Map), samples the root qdisc over rtnetlink, and
+sends and captures HPCC++ probes
 (hpcc_wire.py builds them). What stays hand-written here and why:
 SyscallMap, RootQdisc, in_netns, probe's capture filter (each says).
 
@@ -159,34 +159,34 @@ def _bytes(hexes):
 
 
 class Map:
-    """A pinned array map, read and written with bpftool -j."""
+    """A pinned array map: written with bpftool, read with the bpf(2)
+    syscall (SyscallMap). Writes happen at set-up (config, reset); reads
+    happen while flows run (counters, histogram snapshots, the sampler, the
+    packet log), where a bpftool process is far too slow: 333 ms per lookup
+    under TCG against 78 us (tools_cost.py)."""
 
     def __init__(self, path, value_size):
         self.path, self.vsize = path, value_size
+        self._reader = None
 
     def lookup(self, key):
-        return _bytes(_bpftool("map", "lookup", "pinned", self.path, "key", *_key(key))["value"])
+        if self._reader is None:
+            self._reader = SyscallMap(self.path, self.vsize)
+        return self._reader.lookup(key)
 
     def update(self, key, value):
         value = bytes(value).ljust(self.vsize, b"\0")
         _bpftool("map", "update", "pinned", self.path, "key", *_key(key),
                  "value", "hex", *(f"{b:02x}" for b in value))
 
-    def dump(self):
-        """Every entry's value, by key."""
-        return {struct.unpack("<I", _bytes(e["key"]))[0]: _bytes(e["value"])
-                for e in _bpftool("map", "dump", "pinned", self.path)}
-
 
 class SyscallMap:
     """Lookups in a pinned array map with the bpf(2) syscall itself
-    (BPF_OBJ_GET once, then BPF_MAP_LOOKUP_ELEM), for the two reads bpftool
-    is too slow for. Measured in the VM under TCG (tools_cost.py, beside
-    another VM): one bpftool lookup 358 ms against 151 us here, and a
-    bpftool dump of the 65,536-record packet log 21 s. So the port map's
-    timed read (read_port_timed: between two clock reads 200 us apart),
-    the sampler's start (it must run before the flows start) and the
-    packet log (its logged records only) are read here."""
+    (BPF_OBJ_GET once, then BPF_MAP_LOOKUP_ELEM): every read of Map. Under
+    TCG (tools_cost.py, beside another VM) a bpftool lookup took 333 ms
+    against 78 us here, and a bpftool dump of the 65,536-record packet log
+    18 s; the port map's timed read must sit between two clock reads 200 us
+    apart (read_port_timed)."""
 
     _NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280}[os.uname().machine]
     BPF_MAP_LOOKUP_ELEM, BPF_OBJ_GET = 1, 7
@@ -219,7 +219,6 @@ class SyscallMap:
 class Port:
     def __init__(self, d):
         self.dir = d
-        self.clock = None
         self.cfg = Map(os.path.join(d, "cfg"), CFG.size)
         self.port = Map(os.path.join(d, "port"), PORT.size)
         self.hist = Map(os.path.join(d, "hist"), HIST.size)
@@ -253,10 +252,6 @@ class Port:
     def read_port(self):
         return PORT.unpack(self.port.lookup(0))
 
-    def read_port_fast(self):
-        if self.clock is None:
-            self.clock = SyscallMap(self.port.path, PORT.size)
-        return PORT.unpack(self.clock.lookup())
 
     def read_hist(self):
         return list(HIST.values(self.hist.lookup(0)))
@@ -270,10 +265,9 @@ class Port:
     def read_log(self):
         """The logged packets, oldest first: (t_ns, backlog, sport, wire, dropped)."""
         n = struct.unpack("<Q", self.plogi.lookup(0))[0]
-        ring = SyscallMap(self.plog.path, LOG.size) if n else None
         out = []
         for i in range(max(0, n - LOG_LEN), n):
-            t, bf, sport, wire = LOG.values(ring.lookup(i % LOG_LEN))
+            t, bf, sport, wire = LOG.values(self.plog.lookup(i % LOG_LEN))
             out.append((t, bf & ~LOG_DROPPED, sport, wire, int(bool(bf & LOG_DROPPED))))
         return out
 
@@ -462,7 +456,7 @@ def read_port_timed(port, tries=20):
     so the backlog is a lower bound, never more than the real one."""
     for _ in range(tries):
         t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        p = port.read_port_fast()
+        p = port.read_port()
         t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         if t1 - t0 <= READ_GAP_NS:
             return p, (t0 + t1) // 2
@@ -472,7 +466,7 @@ def read_port_timed(port, tries=20):
 def sample(port, ns, dev, interval, duration):
     """Columns: t_ns tx_bytes drops ce_marks backlog_bytes fq_bytes fq_drops
     t_fq_ns (the port's map and the root qdisc read back to back)."""
-    cfg = CFG.unpack(SyscallMap(port.cfg.path, CFG.size).lookup())  # no bpftool start-up
+    cfg = port.read_cfg()
     q = RootQdisc(ns, dev)
     end = time.monotonic() + duration
     while True:
