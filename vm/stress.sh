@@ -47,6 +47,8 @@ make -C "$root/selftests" >/dev/null || summary 0 1 0
 HPCC_VM_MEM=${HPCC_VM_MEM:-3G} HPCC_VM_TIMEOUT=${HPCC_VM_TIMEOUT:-10800} \
 HPCC_VM_APPEND="panic_on_warn=1 kmemleak=on log_buf_len=16M" \
 	"$root/vm/run" -k "$kdir" -w "$results" -- env HPCC_KO="$build/tcp_hpcc.ko" \
+	${HPCC_STRESS_SECS:+HPCC_STRESS_SECS=$HPCC_STRESS_SECS} ${HPCC_STRESS_CONNS:+HPCC_STRESS_CONNS=$HPCC_STRESS_CONNS} \
+	${HPCC_STRESS_HOSTILE:+HPCC_STRESS_HOSTILE=$HPCC_STRESS_HOSTILE} \
 	make -s -C "$root/selftests" run_tests TEST_PROGS=hpcc_stress.sh kselftest_override_timeout=0 2>&1 | tee "$results/vm.log"
 k=$results/hpcc_stress.ktap
 if [ ! -f "$k" ] || ! grep -q '^# Totals:' "$k"; then
