@@ -38,26 +38,16 @@ PERF_DIR=
 trap 'kill "${PIDS[@]}" 2>/dev/null; intsw_cleanup; [ -z "$PERF_DIR" ] || rm -rf "$PERF_DIR"' EXIT
 
 # 1. The installed tree loads with modprobe -d.
-unload() { # rmmod, retried while the previous test's sockets go away
-	local try
-	for try in $(seq 1 100); do
-		grep -q '^tcp_hpcc ' /proc/modules || return 0
-		rmmod tcp_hpcc 2>/dev/null
-		sleep 0.1
-	done
-	echo "tcp_hpcc still loaded (in use) after 10 s"
-	return 1
-}
 t_modprobe_d() {
 	local kver path
 	kver=$(uname -r)
-	unload || return 1
+	unload_module || return 1
 	modprobe --first-time -d "$INSTALL_ROOT" tcp_hpcc || return 1
 	grep -q '^tcp_hpcc ' /proc/modules || { echo "not loaded"; return 1; }
 	path=$(modinfo -b "$INSTALL_ROOT" -n tcp_hpcc) || return 1
 	echo "loaded $path for $kver"
 	case $path in "$INSTALL_ROOT"/lib/modules/"$kver"/*) ;; *) return 1 ;; esac
-	unload
+	unload_module
 }
 if [ -f "$INSTALL_ROOT/lib/modules/$(uname -r)/modules.dep" ]; then
 	ktap_check_v "installed_tree_loads_with_modprobe_d" t_modprobe_d

@@ -243,12 +243,7 @@ ktap_check "rmmod_refused_while_socket_uses_hpcc" t_rmmod_busy
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
 t_rmmod_ok() {
-	local i
-	for i in $(seq 1 50); do
-		rmmod tcp_hpcc 2>/dev/null && break
-		sleep 0.2
-	done
-	! grep -q '^tcp_hpcc ' /proc/modules || { echo "still loaded"; return 1; }
+	unload_module || return 1
 	! grep -qw hpcc /proc/sys/net/ipv4/tcp_available_congestion_control
 }
 ktap_check "rmmod_succeeds_after_socket_closes" t_rmmod_ok

@@ -150,12 +150,21 @@ def _bpftool(*args):
     return json.loads(r.stdout) if r.stdout.strip() else None
 
 
+def _libc():
+    """The C library (ctypes), loaded once: bpf(2) and setns(2) calls."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+        _LIBC.syscall.restype = ctypes.c_long
+    return _LIBC
+
+
+_LIBC = None
+
+
 def _key(k):
     return [str(b) for b in struct.pack("<I", k)]
-
-
-def _bytes(hexes):
-    return bytes(int(x, 16) for x in hexes)
 
 
 class Map:
@@ -194,8 +203,7 @@ class SyscallMap:
     def __init__(self, path, value_size):
         import ctypes
         self._c = ctypes
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._libc.syscall.restype = ctypes.c_long
+        self._libc = _libc()
         self._p = ctypes.create_string_buffer(path.encode())
         self.fd = self._bpf(self.BPF_OBJ_GET, struct.pack("<QII", ctypes.addressof(self._p), 0, 0))
         self._k = ctypes.create_string_buffer(4)
@@ -526,8 +534,7 @@ class in_netns:
     @staticmethod
     def _setns(fd, what):
         import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.setns(fd, _CLONE_NEWNET) != 0:
+        if _libc().setns(fd, _CLONE_NEWNET) != 0:
             e = ctypes.get_errno()
             raise OSError(e, f"setns {what}: {os.strerror(e)}")
 

@@ -332,6 +332,18 @@ hpcc_allow() {
 	sysctl -qw net.ipv4.tcp_allowed_congestion_control="$cur hpcc"
 }
 
+# unload_module: rmmod tcp_hpcc, retried for up to 10 s while the last
+# sockets that hold it go away; fails if it stays loaded.
+unload_module() {
+	local try
+	for try in $(seq 1 50); do
+		grep -q '^tcp_hpcc ' /proc/modules || return 0
+		rmmod tcp_hpcc 2>/dev/null
+		sleep 0.2
+	done
+	! grep -q '^tcp_hpcc ' /proc/modules || { echo "tcp_hpcc still loaded (in use) after 10 s"; return 1; }
+}
+
 # load_module: install_module, modprobe tcp_hpcc and hpcc_allow.
 load_module() {
 	install_module >/dev/null 2>&1 && modprobe tcp_hpcc && hpcc_allow
