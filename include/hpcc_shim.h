@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #include <linux/rhashtable-types.h>
 
+#include "hpcc_int.h"
+
 struct module;
 struct seq_file;
 struct net;
@@ -142,6 +144,65 @@ struct hpcc_trace_rec {
 
 /* Fires the tcp_hpcc:hpcc_sample tracepoint (a no-op unless enabled). */
 void hpcc_trace_sample(const struct sock *sk, const struct hpcc_trace_rec *r);
+
+/* The hook an hpcc_ctl_rec comes from. */
+enum hpcc_ctl_hook {
+	HPCC_CTL_INIT,		/* init: out_cwnd, out_ssthresh, out_pacing */
+	HPCC_CTL_ACK,		/* cong_control: out_cwnd, out_pacing */
+	HPCC_CTL_TX_START,	/* cwnd_event(CA_EVENT_TX_START): a probe or not */
+	HPCC_CTL_SSTHRESH,	/* ssthresh: out_ssthresh */
+};
+
+/* hpcc_ctl_rec.flags: what the connection showed and what the hook did. */
+#define HPCC_CTL_IN_REDUCTION	0x0001	/* tcp_in_cwnd_reduction() */
+#define HPCC_CTL_CWND_LIMITED	0x0002	/* tcp_is_cwnd_limited() */
+#define HPCC_CTL_HAS_RS		0x0004	/* the ACK had a rate sample */
+#define HPCC_CTL_RS_APP_LIMITED	0x0008
+#define HPCC_CTL_HAS_FLOW	0x0010	/* the flow had telemetry state */
+#define HPCC_CTL_FLOW_CREATED	0x0020	/* ... created by this hook */
+#define HPCC_CTL_FLOW_REFUSED	0x0040	/* creating it failed (limit, churn, memory) */
+#define HPCC_CTL_HAS_RESPONSE	0x0080	/* a new response was taken from the mailbox */
+#define HPCC_CTL_PROBED		0x0100	/* a probe was sent */
+#define HPCC_CTL_TAKE_PAUSE	0x0200	/* a new SFC signal's pause was taken */
+#define HPCC_CTL_HAS_SENT_DATA	0x0400	/* init: the socket sent data before */
+
+/* The controller's inputs and decision at one hook of one connection, for
+ * the tcp_hpcc:hpcc_ctl tracepoint: enough to replay every decision of a
+ * connection on the host (hpcc-replay --ctl). Filled in Rust
+ * (rust/tcp_hpcc/cong_ops.rs) only while the tracepoint is enabled. */
+struct hpcc_ctl_rec {
+	__u8 hook;		/* enum hpcc_ctl_hook */
+	__u8 int_len;		/* bytes of int[] the response carried */
+	__u8 sfc_speed;		/* SFC cell: the port's speed code */
+	__u8 _pad;
+	__u16 flags;		/* HPCC_CTL_* */
+	__u16 _pad2;
+	__u64 now_ns;
+	__u32 mss;		/* mss_cache */
+	__u32 cwnd;		/* snd_cwnd before the hook */
+	__u32 ssthresh;
+	__u32 srtt_us;
+	__u32 min_rtt_us;
+	__u32 packets_out;
+	__u32 in_flight;
+	__u32 snd_nxt;
+	__u32 rs_delivered;	/* the rate sample */
+	__u32 rs_prior_in_flight;
+	__u64 rs_interval_us;
+	__u32 rs_acked_sacked;
+	__u32 resp_snd_nxt;	/* the response: its probe's snd_nxt */
+	__u64 resp_rx_ns;	/* when it arrived */
+	__u8 int_stack[HPCC_INT_MAX_LEN];	/* the response's INT stack */
+	__u32 sfc_gen;		/* SFC cell: generation, queue */
+	__u32 sfc_qlen;
+	__u32 out_cwnd;		/* the decision, segments (before snd_cwnd_clamp) */
+	__u32 out_ssthresh;
+	__u64 out_pacing;	/* bytes/s (before SO_MAX_PACING_RATE) */
+};
+
+/* Fires the tcp_hpcc:hpcc_ctl tracepoint; whether it is enabled. */
+void hpcc_trace_ctl(const struct sock *sk, const struct hpcc_ctl_rec *r);
+bool hpcc_trace_ctl_enabled(void);
 
 /* What became of one Source Flow Control signal (the outcome field of
  * struct hpcc_sfc_trace_rec; one /proc/net/hpcc_stat counter each). */

@@ -8,6 +8,11 @@
  *                          the flow, the switch and port, the queue, the
  *                          pause asked and applied, or why it was refused
  *                          (see struct hpcc_sfc_trace_rec)
+ *   tcp_hpcc:hpcc_ctl      one per hook of an hpcc connection (init,
+ *                          ACK, transmit start, ssthresh): the
+ *                          controller's inputs and decision, which
+ *                          hpcc-replay --ctl replays on the host (see
+ *                          struct hpcc_ctl_rec)
  *
  *   echo 1 > /sys/kernel/tracing/events/tcp_hpcc/hpcc_sample/enable
  *   cat /sys/kernel/tracing/trace_pipe
@@ -79,6 +84,43 @@ TRACE_EVENT(hpcc_sample,
 		  __entry->inc_stage, __entry->cwnd, __entry->inflight,
 		  __entry->srtt_us, __entry->base_rtt_us, __entry->pacing_rate,
 		  __entry->path_rate)
+);
+
+TRACE_EVENT(hpcc_ctl,
+	TP_PROTO(const struct sock *sk, const struct hpcc_ctl_rec *r),
+	TP_ARGS(sk, r),
+	TP_STRUCT__entry(
+		__field(const void *, skaddr)
+		__array(__u8, saddr, sizeof(struct sockaddr_in6))
+		__array(__u8, daddr, sizeof(struct sockaddr_in6))
+		__field_struct(struct hpcc_ctl_rec, r)
+	),
+	TP_fast_assign(
+		const struct inet_sock *inet = inet_sk(sk);
+
+		__entry->skaddr = sk;
+		memset(__entry->saddr, 0, sizeof(struct sockaddr_in6));
+		memset(__entry->daddr, 0, sizeof(struct sockaddr_in6));
+		TP_STORE_ADDR_PORTS(__entry, inet, sk);
+		__entry->r = *r;
+		if (__entry->r.int_len > sizeof(__entry->r.int_stack))
+			__entry->r.int_len = sizeof(__entry->r.int_stack);
+	),
+	/* One key=value per field, for hpcc-replay --ctl. */
+	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u out_cwnd=%u out_ssthresh=%u out_pacing=%llu",
+		  __entry->skaddr, __entry->saddr, __entry->daddr,
+		  __entry->r.hook, __entry->r.flags, __entry->r.now_ns,
+		  __entry->r.mss, __entry->r.cwnd, __entry->r.ssthresh,
+		  __entry->r.srtt_us, __entry->r.min_rtt_us,
+		  __entry->r.packets_out, __entry->r.in_flight,
+		  __entry->r.snd_nxt, __entry->r.rs_delivered,
+		  __entry->r.rs_interval_us, __entry->r.rs_prior_in_flight,
+		  __entry->r.rs_acked_sacked, __entry->r.resp_rx_ns,
+		  __entry->r.resp_snd_nxt,
+		  __print_hex_str(__entry->r.int_stack, __entry->r.int_len),
+		  __entry->r.sfc_gen, __entry->r.sfc_qlen, __entry->r.sfc_speed,
+		  __entry->r.out_cwnd, __entry->r.out_ssthresh,
+		  __entry->r.out_pacing)
 );
 
 /* The outcome names, resolved for user-space decoders (perf, trace-cmd). */

@@ -5,7 +5,9 @@
 #   1. host set-up (idempotent), 2. cargo tests of the no_std core and tools
 #   and host tests of the selftest library and the benchmark's statistics,
 #   3. kernel (cached) and a warning-free module build, `make install` and
-#   DKMS against it, 4. the kselftests in the VM (make -C selftests run_tests). Ends with one line "N passed, N failed, N skipped".
+#   DKMS against it, 4. the kselftests in the VM (make -C selftests
+#   run_tests), 5. the host replay of the VM's controller trace. Ends with
+#   one line "N passed, N failed, N skipped".
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -119,5 +121,18 @@ if [ ${#ktaps[@]} -eq 0 ]; then
 	verdict vm-boot 1
 else
 	for k in "${ktaps[@]}"; do count_ktap "$k"; done
+fi
+
+step "host replay of the VM's controller trace (hpcc-replay --ctl)"
+# hpcc_ctl_trace.sh captured every hook's inputs and decisions; the
+# controller built for the host must decide exactly the same.
+capture=$results/hpcc_ctl_trace/ctl.trace
+if [ -s "$capture" ]; then
+	cargo run -q -p hpcc-replay -- --ctl <"$capture" 2>&1 | tee "$results/ctl-replay.log"
+	verdict controller-replays-the-vm-trace-exactly "${PIPESTATUS[0]}"
+elif [ -n "${HPCC_TESTS:-}" ]; then
+	echo "not run: hpcc_ctl_trace.sh is not among HPCC_TESTS"
+else
+	verdict controller-replay-capture-exists 1
 fi
 finish

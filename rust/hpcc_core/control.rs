@@ -223,6 +223,43 @@ pub struct TraceSample {
     pub path_rate: u64,
 }
 
+/// The `tcp_hpcc:hpcc_ctl` record's hook and flags (`enum hpcc_ctl_hook`
+/// and `HPCC_CTL_*` of include/hpcc_shim.h; the kernel glue asserts at
+/// build time that they agree): each hook's inputs and decision, for
+/// `hpcc-replay --ctl`.
+pub mod ctl_rec {
+    /// `init`.
+    pub const HOOK_INIT: u8 = 0;
+    /// `cong_control`.
+    pub const HOOK_ACK: u8 = 1;
+    /// `cwnd_event(CA_EVENT_TX_START)`.
+    pub const HOOK_TX_START: u8 = 2;
+    /// `ssthresh`.
+    pub const HOOK_SSTHRESH: u8 = 3;
+    /// [`super::Conn::in_reduction`].
+    pub const IN_REDUCTION: u16 = 0x0001;
+    /// [`super::Conn::cwnd_limited`].
+    pub const CWND_LIMITED: u16 = 0x0002;
+    /// The ACK had a rate sample.
+    pub const HAS_RS: u16 = 0x0004;
+    /// [`super::RateSample::app_limited`].
+    pub const RS_APP_LIMITED: u16 = 0x0008;
+    /// The flow had telemetry state ([`super::FlowCtl`]).
+    pub const HAS_FLOW: u16 = 0x0010;
+    /// ... created by this hook.
+    pub const FLOW_CREATED: u16 = 0x0020;
+    /// Creating it failed ([`super::SockCtl::flow_refused`]).
+    pub const FLOW_REFUSED: u16 = 0x0040;
+    /// A new response was taken from the mailbox.
+    pub const HAS_RESPONSE: u16 = 0x0080;
+    /// A probe was sent ([`super::FlowCtl::probe_sent`]).
+    pub const PROBED: u16 = 0x0100;
+    /// [`super::AckDecision::take_pause`].
+    pub const TAKE_PAUSE: u16 = 0x0200;
+    /// `init`: the socket had sent data before.
+    pub const HAS_SENT_DATA: u16 = 0x0400;
+}
+
 /// What an ACK decided.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AckDecision {

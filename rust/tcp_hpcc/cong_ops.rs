@@ -17,7 +17,7 @@
 use crate::bindings;
 use crate::flow::{FlowObj, Mail, NoState};
 use crate::hpcc_core::control::{
-    AckDecision, Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
+    ctl_rec as cr, AckDecision, Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
 };
 use crate::hpcc_core::knobs::Knobs;
 use crate::params;
@@ -93,19 +93,20 @@ fn flow_of<'a>(tp: &mut TcpSock<'a>) -> Option<&'a FlowObj> {
 }
 
 /// The flow's telemetry state; created if it has none and the controller
-/// wants it (`sending`: the connection is sending data).
-fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, c: &Conn, sending: bool) -> Option<&'a FlowObj> {
+/// wants it (`sending`: the connection is sending data). Also returns
+/// what happened, as `hpcc_ctl_rec` flags.
+fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, c: &Conn, sending: bool) -> (Option<&'a FlowObj>, u16) {
     if let Some(flow) = flow_of(tp) {
-        return Some(flow);
+        return (Some(flow), cr::HAS_FLOW);
     }
     if !tp.ca::<CaState>().ctl.wants_flow(k, c.now_ns, sending) {
-        return None;
+        return (None, 0);
     }
     match create_flow(tp, k, c) {
         Ok(p) => {
             tp.count(Counter::FlowsHpcc);
             tp.ca::<CaState>().flow = p.as_ptr() as usize;
-            flow_of(tp)
+            (flow_of(tp), cr::HAS_FLOW | cr::FLOW_CREATED)
         }
         Err(why) => {
             tp.count(match why {
@@ -114,9 +115,72 @@ fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, c: &Conn, sending: bool) -> 
                 NoState::NoMemory => Counter::FlowsNoState,
             });
             tp.ca::<CaState>().ctl.flow_refused(c.now_ns);
-            None
+            (None, cr::FLOW_REFUSED)
         }
     }
+}
+
+// The record's hooks and flags are the controller's (`ctl_rec`), and the
+// C header's for the tracepoint: the same values.
+const _: () = {
+    use bindings as b;
+    let hooks = [
+        (cr::HOOK_INIT, b::hpcc_ctl_hook_HPCC_CTL_INIT),
+        (cr::HOOK_ACK, b::hpcc_ctl_hook_HPCC_CTL_ACK),
+        (cr::HOOK_TX_START, b::hpcc_ctl_hook_HPCC_CTL_TX_START),
+        (cr::HOOK_SSTHRESH, b::hpcc_ctl_hook_HPCC_CTL_SSTHRESH),
+    ];
+    let flags = [
+        (cr::IN_REDUCTION, b::HPCC_CTL_IN_REDUCTION),
+        (cr::CWND_LIMITED, b::HPCC_CTL_CWND_LIMITED),
+        (cr::HAS_RS, b::HPCC_CTL_HAS_RS),
+        (cr::RS_APP_LIMITED, b::HPCC_CTL_RS_APP_LIMITED),
+        (cr::HAS_FLOW, b::HPCC_CTL_HAS_FLOW),
+        (cr::FLOW_CREATED, b::HPCC_CTL_FLOW_CREATED),
+        (cr::FLOW_REFUSED, b::HPCC_CTL_FLOW_REFUSED),
+        (cr::HAS_RESPONSE, b::HPCC_CTL_HAS_RESPONSE),
+        (cr::PROBED, b::HPCC_CTL_PROBED),
+        (cr::TAKE_PAUSE, b::HPCC_CTL_TAKE_PAUSE),
+        (cr::HAS_SENT_DATA, b::HPCC_CTL_HAS_SENT_DATA),
+    ];
+    let mut i = 0;
+    while i < hooks.len() {
+        assert!(hooks[i].0 as u32 == hooks[i].1);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < flags.len() {
+        assert!(flags[i].0 as u32 == flags[i].1);
+        i += 1;
+    }
+};
+
+/// Whether the `tcp_hpcc:hpcc_ctl` tracepoint is on (a static key).
+#[inline]
+fn ctl_tracing() -> bool {
+    // SAFETY: the helper only reads the tracepoint's static key.
+    unsafe { bindings::hpcc_trace_ctl_enabled() }
+}
+
+/// The `tcp_hpcc:hpcc_ctl` record of a hook with what the connection
+/// showed (`c`) and `flags`; the caller adds the rest.
+fn ctl_rec(hook: u8, c: &Conn, flags: u16) -> bindings::hpcc_ctl_rec {
+    // SAFETY: a plain C struct of integers and byte arrays: all zeroes is valid.
+    let mut r: bindings::hpcc_ctl_rec = unsafe { core::mem::zeroed() };
+    let shown = [(c.in_reduction, cr::IN_REDUCTION), (c.cwnd_limited, cr::CWND_LIMITED)];
+    let flags = shown.iter().filter(|(on, _)| *on).fold(flags, |f, (_, bit)| f | bit);
+    r.hook = hook;
+    r.flags = flags;
+    r.now_ns = c.now_ns;
+    r.mss = c.mss;
+    r.cwnd = c.cwnd;
+    r.ssthresh = c.ssthresh;
+    r.srtt_us = c.srtt_us;
+    r.min_rtt_us = c.min_rtt_us;
+    r.packets_out = c.packets_out;
+    r.in_flight = c.in_flight;
+    r.snd_nxt = c.snd_nxt;
+    r
 }
 
 /// Allocates and publishes the flow's telemetry state.
@@ -137,7 +201,14 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             pr_warn!("init found a non-zero flow pointer in icsk_ca_priv; ignored\n");
         }
         let k = params::knobs();
-        let (ctl, d) = SockCtl::init(&k, &conn(tp, now_ns()), tp.data_segs_out() > 0);
+        let (c, sent) = (conn(tp, now_ns()), tp.data_segs_out() > 0);
+        let (ctl, d) = SockCtl::init(&k, &c, sent);
+        if ctl_tracing() {
+            let flag = if sent { cr::HAS_SENT_DATA } else { 0 };
+            let mut r = ctl_rec(cr::HOOK_INIT, &c, flag);
+            (r.out_cwnd, r.out_ssthresh, r.out_pacing) = (d.cwnd, d.ssthresh, d.pacing_rate);
+            tp.trace_ctl(&r);
+        }
         *tp.ca::<CaState>() = CaState { ctl, flow: 0 };
         tp.set_cwnd(d.cwnd);
         tp.set_ssthresh(d.ssthresh);
@@ -168,7 +239,13 @@ unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
 unsafe extern "C" fn hpcc_ssthresh(sk: *mut bindings::sock) -> u32 {
     with_sock(sk, 2, |tp| {
         let (k, cwnd) = (params::knobs(), tp.cwnd());
-        tp.ca::<CaState>().ctl.ssthresh(&k, cwnd)
+        let ssthresh = tp.ca::<CaState>().ctl.ssthresh(&k, cwnd);
+        if ctl_tracing() {
+            let mut r = ctl_rec(cr::HOOK_SSTHRESH, &conn(tp, now_ns()), 0);
+            r.out_ssthresh = ssthresh;
+            tp.trace_ctl(&r);
+        }
+        ssthresh
     })
 }
 
@@ -185,16 +262,18 @@ unsafe extern "C" fn hpcc_undo_cwnd(sk: *mut bindings::sock) -> u32 {
     })
 }
 
-/// Sends a probe carrying `snd_nxt` and remembers its nonce.
-fn send_probe(tp: &TcpSock<'_>, flow: &FlowObj, ctl: &mut FlowCtl, now: u64) {
-    if let Some((_, tuple)) = tp.tuple() {
-        // SAFETY: get_random_u32() has no preconditions.
-        let nonce = unsafe { bindings::get_random_u32() };
-        let snd_nxt = tp.snd_nxt();
-        let slot = ctl.probe_sent(now);
-        flow.nonces.record(slot as usize, nonce, snd_nxt, now);
-        probe_tx::send_probe(tp, &tuple, nonce, snd_nxt);
-    }
+/// Sends a probe carrying `snd_nxt` and remembers its nonce; `false` if
+/// the socket has no IPv4/IPv6 4-tuple (then the controller's probe clock
+/// does not move).
+fn send_probe(tp: &TcpSock<'_>, flow: &FlowObj, ctl: &mut FlowCtl, now: u64) -> bool {
+    let Some((_, tuple)) = tp.tuple() else { return false };
+    // SAFETY: get_random_u32() has no preconditions.
+    let nonce = unsafe { bindings::get_random_u32() };
+    let snd_nxt = tp.snd_nxt();
+    let slot = ctl.probe_sent(now);
+    flow.nonces.record(slot as usize, nonce, snd_nxt, now);
+    probe_tx::send_probe(tp, &tuple, nonce, snd_nxt);
+    true
 }
 
 /// Data is about to leave with nothing in flight: the connection's first
@@ -209,11 +288,16 @@ unsafe extern "C" fn hpcc_cwnd_event(sk: *mut bindings::sock, ev: bindings::tcp_
     with_sock(sk, (), |tp| {
         let k = params::knobs();
         let c = conn(tp, now_ns());
-        let Some(flow) = ensure_flow(tp, &k, &c, true) else { return };
-        // SAFETY: we are a congestion-control hook of this socket.
-        let ctl = unsafe { flow.owned() };
-        if ctl.probe_due(&k, &c) {
-            send_probe(tp, flow, ctl, c.now_ns);
+        let (flow, mut flags) = ensure_flow(tp, &k, &c, true);
+        if let Some(flow) = flow {
+            // SAFETY: we are a congestion-control hook of this socket.
+            let ctl = unsafe { flow.owned() };
+            if ctl.probe_due(&k, &c) && send_probe(tp, flow, ctl, c.now_ns) {
+                flags |= cr::PROBED;
+            }
+        }
+        if ctl_tracing() {
+            tp.trace_ctl(&ctl_rec(cr::HOOK_TX_START, &c, flags));
         }
     })
 }
@@ -267,6 +351,46 @@ fn rate_sample(rs: &bindings::rate_sample) -> RateSample {
     }
 }
 
+/// The `tcp_hpcc:hpcc_ctl` record of an ACK: what the connection showed,
+/// the rate sample, the response and SFC cell the controller saw, and its
+/// decision.
+fn ack_rec(
+    c: &Conn,
+    flags: u16,
+    rs: Option<&RateSample>,
+    mail: Option<&Mail>,
+    sfc: &SfcState,
+    d: &AckDecision,
+) -> bindings::hpcc_ctl_rec {
+    let mut r = ctl_rec(cr::HOOK_ACK, c, flags);
+    let mut extra = 0;
+    if let Some(rs) = rs {
+        extra |= cr::HAS_RS;
+        if rs.app_limited {
+            extra |= cr::RS_APP_LIMITED;
+        }
+        r.rs_delivered = rs.delivered;
+        r.rs_interval_us = rs.interval_us;
+        r.rs_prior_in_flight = rs.prior_in_flight;
+        r.rs_acked_sacked = rs.acked_sacked;
+    }
+    if let Some(m) = mail {
+        extra |= cr::HAS_RESPONSE;
+        r.resp_rx_ns = m.rx_ns;
+        r.resp_snd_nxt = m.snd_nxt;
+        // Both are HPCC_INT_MAX_LEN bytes (a type error otherwise).
+        r.int_stack = m.int;
+        r.int_len = m.int.len() as u8;
+    }
+    if d.take_pause {
+        extra |= cr::TAKE_PAUSE;
+    }
+    r.flags |= extra;
+    (r.sfc_gen, r.sfc_qlen, r.sfc_speed) = (sfc.gen, sfc.qlen, sfc.speed);
+    (r.out_cwnd, r.out_pacing) = (d.cwnd, d.pacing_rate);
+    r
+}
+
 unsafe extern "C" fn hpcc_cong_control(
     sk: *mut bindings::sock,
     _ack: u32,
@@ -278,14 +402,16 @@ unsafe extern "C" fn hpcc_cong_control(
     with_sock(sk, (), |tp| {
         let k = params::knobs();
         let c = conn(tp, now_ns());
-        let flow = ensure_flow(tp, &k, &c, c.packets_out > 0);
+        let (flow, mut flags) = ensure_flow(tp, &k, &c, c.packets_out > 0);
+        let mut mail: Option<Mail> = None;
+        let mut sfc = SfcState::default();
         let d: AckDecision = match flow {
             Some(flow) => {
                 // SAFETY: we are a congestion-control hook of this socket.
                 let ctl = unsafe { flow.owned() };
-                let mail: Option<Mail> = flow.mailbox.take();
+                mail = flow.mailbox.take();
                 let response = mail.as_ref().map(|m| Response { rx_ns: m.rx_ns, snd_nxt: m.snd_nxt, int: &m.int });
-                let sfc = SfcState {
+                sfc = SfcState {
                     gen: flow.sfc.gen.load(Acquire),
                     qlen: flow.sfc.qlen.load(Relaxed),
                     speed: u8::try_from(flow.sfc.speed.load(Relaxed)).unwrap_or(0),
@@ -302,13 +428,16 @@ unsafe extern "C" fn hpcc_cong_control(
                     tp.trace_sample(&trace_rec(t));
                     flow.view.set_sample(t, mail.as_ref().map_or(c.now_ns, |m| m.rx_ns));
                 }
-                if d.probe {
-                    send_probe(tp, flow, ctl, c.now_ns);
+                if d.probe && send_probe(tp, flow, ctl, c.now_ns) {
+                    flags |= cr::PROBED;
                 }
                 d
             }
             None => tp.ca::<CaState>().ctl.on_ack(&k, &c, rs.as_ref(), None),
         };
+        if ctl_tracing() {
+            tp.trace_ctl(&ack_rec(&c, flags, rs.as_ref(), mail.as_ref(), &sfc, &d));
+        }
         let cwnd = tp.set_cwnd(d.cwnd);
         let rate = tp.set_pacing_rate(d.pacing_rate);
         if let Some(flow) = flow {

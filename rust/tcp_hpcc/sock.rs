@@ -172,6 +172,14 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_trace_sample(self.tp.as_ptr().cast(), rec) }
     }
 
+    /// Fires the `tcp_hpcc:hpcc_ctl` tracepoint for this socket.
+    #[inline]
+    pub(crate) fn trace_ctl(&self, rec: &bindings::hpcc_ctl_rec) {
+        // SAFETY: as for `trace_sample`: a live socket and a valid record,
+        // both only read during the call.
+        unsafe { bindings::hpcc_trace_ctl(self.tp.as_ptr().cast(), rec) }
+    }
+
     /// The 4-tuple (local to remote; IPv4 addresses IPv4-mapped) and
     /// netns, `None` for families other than IPv4 and IPv6.
     pub(crate) fn tuple(&self) -> Option<(crate::netns::NetRef, crate::hpcc_core::probe::Tuple)> {

@@ -16,3 +16,13 @@ void hpcc_trace_sfc(const struct hpcc_sfc_trace_rec *r)
 {
 	trace_hpcc_sfc(r);
 }
+
+void hpcc_trace_ctl(const struct sock *sk, const struct hpcc_ctl_rec *r)
+{
+	trace_hpcc_ctl(sk, r);
+}
+
+bool hpcc_trace_ctl_enabled(void)
+{
+	return trace_hpcc_ctl_enabled();
+}

@@ -703,7 +703,7 @@ fn window_validation_climbs_back_from_every_small_window() {
         for r in 1..=50u32 {
             let w = f.window_bytes();
             f.set_used_window(Some(w.saturating_sub(MSS)));
-            let o = step(&mut f, u64::from(w), 0);
+            step(&mut f, u64::from(w), 0);
             if u64::from(f.window_bytes()) >= target {
                 rounds = Some(r);
                 break;

@@ -24,6 +24,8 @@ use hpcc_core::params::{HpccConfig, Mode};
 use hpcc_ref::{RefFlow, RefParams};
 use serde_json::{Map, Value};
 
+mod ctl;
+
 const USAGE: &str = "\
 usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
 
@@ -52,6 +54,15 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
                            probe (sequence-driven on the measured interval)
                            update of Wc (default sender)
   -h, --help               this text
+
+usage: hpcc-replay --ctl [--profile module|drafts] [--set KNOB=VALUE]... < trace
+
+  Replays the tcp_hpcc:hpcc_ctl records of a VM run (tracefs text) through
+  the controller and checks that it decides, hook for hook, what the module
+  decided (cwnd, ssthresh, pacing rate, probes, SFC pauses, flow state).
+  Knobs: the profile's, then the capture's \"# knob NAME=VALUE\" lines, then
+  --set. Prints a JSON summary; exits 1 on any mismatch or if no ACK was
+  replayed.
 
 Input: one JSON object per line: {\"now_ns\",\"ack_seq\",\"snd_nxt\",\"path_id\",
 \"hops\":[{\"rate_bps\",\"ts_ns\",\"tx_bytes\",\"qlen_bytes\"}]}.
@@ -264,8 +275,98 @@ fn run(cfg: HpccConfig) -> Result<(), String> {
     out.flush().map_err(|e| format!("write error: {e}"))
 }
 
+/// `--ctl`: the controller replay of a tracefs capture on stdin.
+fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
+    let mut knobs = Knobs::DEFAULT;
+    let mut sets = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let (flag, inline) = match args[i].split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (args[i].clone(), None),
+        };
+        let mut value = || {
+            inline.clone().map_or_else(
+                || {
+                    i += 1;
+                    args.get(i).cloned().ok_or_else(|| format!("{flag} needs a value"))
+                },
+                Ok,
+            )
+        };
+        match flag.as_str() {
+            "--ctl" => {}
+            "--profile" => {
+                let p = value()?;
+                knobs = Knobs::profile(&p).ok_or_else(|| format!("--profile {p:?}: expected module or drafts"))?;
+            }
+            "--set" => sets.push(ctl::parse_knob(&format!("# knob {}", value()?)).ok_or("--set")??),
+            f => return Err(format!("unknown flag {f:?} with --ctl")),
+        }
+        i += 1;
+    }
+    let set = |knobs: &mut Knobs, (k, v): &(String, u32)| {
+        if knobs.set(k, *v) { Ok(()) } else { Err(format!("unknown knob {k:?}")) }
+    };
+    // Unknown names fail now, not at the first record.
+    let mut scratch = Knobs::DEFAULT;
+    sets.iter().try_for_each(|kv| set(&mut scratch, kv))?;
+    let mut replay: Option<ctl::Replay> = None;
+    for (n, line) in io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| format!("line {}: read error: {e}", n + 1))?;
+        if let Some(kv) = ctl::parse_knob(&line) {
+            if replay.is_some() {
+                return Err(format!("line {}: a knob line after the first record", n + 1));
+            }
+            let kv = kv.map_err(|e| format!("line {}: {e}", n + 1))?;
+            // The text knob (the SFC access list) does not reach the controller.
+            if kv.0 != "sfc_acl" {
+                set(&mut knobs, &kv).map_err(|e| format!("line {}: {e}", n + 1))?;
+            }
+            continue;
+        }
+        let Some(rec) = ctl::parse(&line) else { continue };
+        let rec = rec.map_err(|e| format!("line {}: {e}", n + 1))?;
+        let r = replay.get_or_insert_with(|| {
+            let mut k = knobs;
+            for kv in &sets {
+                let _ = set(&mut k, kv);
+            }
+            ctl::Replay::new(k)
+        });
+        r.step(&rec);
+    }
+    Ok(replay.map_or_else(ctl::Summary::default, |r| r.summary))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--ctl") {
+        return match run_ctl(&args) {
+            Ok(s) => {
+                for m in &s.first {
+                    eprintln!("hpcc-replay: mismatch: {m}");
+                }
+                println!(
+                    "{{\"records\":{},\"connections\":{},\"acks\":{},\"telemetry_acks\":{},\"responses\":{},\"probes\":{},\"flows_created\":{},\"ssthresh\":{},\"skipped\":{},\"mismatches\":{}}}",
+                    s.records, s.connections, s.acks, s.telemetry_acks, s.responses, s.probes, s.flows_created,
+                    s.ssthresh, s.skipped, s.mismatches
+                );
+                if s.mismatches > 0 || s.acks == 0 {
+                    if s.acks == 0 {
+                        eprintln!("hpcc-replay: no ACK record of a connection whose init was captured");
+                    }
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("hpcc-replay: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let cfg = match parse_args(&args) {
         Ok(Some(c)) => c,
         Ok(None) => {

@@ -1,0 +1,463 @@
+//! `hpcc-replay --ctl`: replays the `tcp_hpcc:hpcc_ctl` records of a VM
+//! run (the text tracefs prints) through the controller
+//! (`hpcc_core::control`) and checks that it makes, hook for hook, the
+//! decisions the module made: cwnd and ssthresh, the pacing rate, whether
+//! to probe, whether to take an SFC pause, whether to create the flow's
+//! telemetry state.
+//!
+//! Each connection (the record's `sk`, `src` and `dst`) is replayed from
+//! its `init` record on; records of a connection whose `init` the capture
+//! missed are counted as skipped. The knobs are the profile's, overridden
+//! by `# knob NAME=VALUE` lines of the capture (the selftest writes the
+//! module's parameters there) and then by `--set NAME=VALUE`.
+
+use std::collections::HashMap;
+
+use hpcc_core::control::ctl_rec as flag;
+use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
+use hpcc_core::knobs::Knobs;
+
+/// One `hpcc_ctl` record (`struct hpcc_ctl_rec` and the connection's key).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rec {
+    /// `sk src dst`: the connection.
+    pub key: String,
+    pub hook: u8,
+    pub flags: u16,
+    pub conn: Conn,
+    pub rs: RateSample,
+    pub resp_rx_ns: u64,
+    pub resp_snd_nxt: u32,
+    pub int: Vec<u8>,
+    pub sfc: SfcState,
+    pub out_cwnd: u32,
+    pub out_ssthresh: u32,
+    pub out_pacing: u64,
+}
+
+impl Rec {
+    fn has(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+
+    /// The line tracefs prints for this record after `hpcc_ctl: ` (the
+    /// `TP_printk` of include/hpcc_trace.h), for tests.
+    #[cfg(test)]
+    pub fn to_trace(&self) -> String {
+        let c = &self.conn;
+        let int: String = self.int.iter().map(|b| format!("{b:02x}")).collect();
+        let mut parts = self.key.splitn(3, ' ');
+        let (sk, src, dst) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        format!(
+            "sk={sk} src={src} dst={dst} hook={} flags={:#x} now={} mss={} cwnd={} ssthresh={} srtt={} min_rtt={} \
+             packets_out={} in_flight={} snd_nxt={} rs_delivered={} rs_interval={} rs_prior_in_flight={} \
+             rs_acked_sacked={} resp_rx={} resp_snd_nxt={} int={int} sfc_gen={} sfc_qlen={} sfc_speed={} \
+             out_cwnd={} out_ssthresh={} out_pacing={}",
+            self.hook,
+            self.flags,
+            c.now_ns,
+            c.mss,
+            c.cwnd,
+            c.ssthresh,
+            c.srtt_us,
+            c.min_rtt_us,
+            c.packets_out,
+            c.in_flight,
+            c.snd_nxt,
+            self.rs.delivered,
+            self.rs.interval_us,
+            self.rs.prior_in_flight,
+            self.rs.acked_sacked,
+            self.resp_rx_ns,
+            self.resp_snd_nxt,
+            self.sfc.gen,
+            self.sfc.qlen,
+            self.sfc.speed,
+            self.out_cwnd,
+            self.out_ssthresh,
+            self.out_pacing,
+        )
+    }
+}
+
+fn num<T: TryFrom<u64>>(kv: &HashMap<&str, &str>, k: &str) -> Result<T, String> {
+    let v = kv.get(k).ok_or_else(|| format!("no {k}="))?;
+    let n = match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => v.parse::<u64>(),
+    }
+    .map_err(|_| format!("{k}={v}: not an integer"))?;
+    T::try_from(n).map_err(|_| format!("{k}={v}: out of range"))
+}
+
+fn hex(s: &str) -> Result<Vec<u8>, String> {
+    if s.len() % 2 != 0 {
+        return Err(format!("int={s}: odd length"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("int={s}: not hex")))
+        .collect()
+}
+
+/// Parses one line of tracefs output; `None` if it is not an `hpcc_ctl`
+/// record.
+pub fn parse(line: &str) -> Option<Result<Rec, String>> {
+    let (_, body) = line.split_once("hpcc_ctl: ")?;
+    let kv: HashMap<&str, &str> = body.split_whitespace().filter_map(|t| t.split_once('=')).collect();
+    Some((|| {
+        let flags: u16 = num(&kv, "flags")?;
+        let key = format!(
+            "{} {} {}",
+            kv.get("sk").ok_or("no sk=")?,
+            kv.get("src").ok_or("no src=")?,
+            kv.get("dst").ok_or("no dst=")?
+        );
+        Ok(Rec {
+            key,
+            hook: num(&kv, "hook")?,
+            flags,
+            conn: Conn {
+                now_ns: num(&kv, "now")?,
+                mss: num(&kv, "mss")?,
+                cwnd: num(&kv, "cwnd")?,
+                ssthresh: num(&kv, "ssthresh")?,
+                srtt_us: num(&kv, "srtt")?,
+                min_rtt_us: num(&kv, "min_rtt")?,
+                packets_out: num(&kv, "packets_out")?,
+                in_flight: num(&kv, "in_flight")?,
+                snd_nxt: num(&kv, "snd_nxt")?,
+                in_reduction: flags & flag::IN_REDUCTION != 0,
+                cwnd_limited: flags & flag::CWND_LIMITED != 0,
+            },
+            rs: RateSample {
+                delivered: num(&kv, "rs_delivered")?,
+                interval_us: num(&kv, "rs_interval")?,
+                prior_in_flight: num(&kv, "rs_prior_in_flight")?,
+                acked_sacked: num(&kv, "rs_acked_sacked")?,
+                app_limited: flags & flag::RS_APP_LIMITED != 0,
+            },
+            resp_rx_ns: num(&kv, "resp_rx")?,
+            resp_snd_nxt: num(&kv, "resp_snd_nxt")?,
+            int: hex(kv.get("int").copied().unwrap_or(""))?,
+            sfc: SfcState { gen: num(&kv, "sfc_gen")?, qlen: num(&kv, "sfc_qlen")?, speed: num(&kv, "sfc_speed")? },
+            out_cwnd: num(&kv, "out_cwnd")?,
+            out_ssthresh: num(&kv, "out_ssthresh")?,
+            out_pacing: num(&kv, "out_pacing")?,
+        })
+    })())
+}
+
+/// A `# knob NAME=VALUE` line: the knob and its value.
+pub fn parse_knob(line: &str) -> Option<Result<(String, u32), String>> {
+    let kv = line.strip_prefix("# knob ")?;
+    Some(match kv.trim().split_once('=') {
+        Some((k, v)) => v.parse().map(|v| (k.to_string(), v)).map_err(|_| format!("knob {kv}: not a u32")),
+        None => Err(format!("knob {kv}: expected NAME=VALUE")),
+    })
+}
+
+/// A connection's replayed state.
+struct Sock {
+    ctl: SockCtl,
+    flow: Option<FlowCtl>,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub records: u64,
+    pub connections: u64,
+    pub acks: u64,
+    pub telemetry_acks: u64,
+    pub responses: u64,
+    pub probes: u64,
+    pub flows_created: u64,
+    pub ssthresh: u64,
+    pub skipped: u64,
+    pub mismatches: u64,
+    /// The first mismatches, described.
+    pub first: Vec<String>,
+}
+
+/// Replays records, connection by connection.
+pub struct Replay {
+    knobs: Knobs,
+    socks: HashMap<String, Sock>,
+    pub summary: Summary,
+}
+
+impl Replay {
+    pub fn new(knobs: Knobs) -> Self {
+        Self { knobs, socks: HashMap::new(), summary: Summary::default() }
+    }
+
+    fn mismatch(&mut self, r: &Rec, what: String) {
+        self.summary.mismatches += 1;
+        if self.summary.first.len() < 20 {
+            self.summary.first.push(format!("{} hook {} at {} ns: {what}", r.key, r.hook, r.conn.now_ns));
+        }
+    }
+
+    /// The flow's telemetry state as the hook found or made it; checks the
+    /// hook's flags against the controller's `wants_flow`.
+    fn flow_step(&mut self, k: &Knobs, r: &Rec, sending: bool) -> Result<(), String> {
+        let s = self.socks.get_mut(&r.key).ok_or("no state")?;
+        let had = s.flow.is_some();
+        let (has, created, refused) = (r.has(flag::HAS_FLOW), r.has(flag::FLOW_CREATED), r.has(flag::FLOW_REFUSED));
+        if had {
+            return if has && !created && !refused { Ok(()) } else { Err(format!("flow state kept, flags {:#x}", r.flags)) };
+        }
+        let wants = s.ctl.wants_flow(k, r.conn.now_ns, sending);
+        if wants != (created || refused) {
+            return Err(format!("wants_flow {wants}, flags {:#x}", r.flags));
+        }
+        if created {
+            s.flow = Some(FlowCtl::new(k, &r.conn).ok_or("FlowCtl::new refused what the module created")?);
+            self.summary.flows_created += 1;
+        } else if refused {
+            s.ctl.flow_refused(r.conn.now_ns);
+        }
+        Ok(())
+    }
+
+    /// Replays one record.
+    pub fn step(&mut self, r: &Rec) {
+        self.summary.records += 1;
+        let k = self.knobs;
+        if r.hook == flag::HOOK_INIT {
+            let (ctl, d) = SockCtl::init(&k, &r.conn, r.has(flag::HAS_SENT_DATA));
+            if !self.socks.contains_key(&r.key) {
+                self.summary.connections += 1;
+            }
+            self.socks.insert(r.key.clone(), Sock { ctl, flow: None });
+            let want = (r.out_cwnd, r.out_ssthresh, r.out_pacing);
+            if (d.cwnd, d.ssthresh, d.pacing_rate) != want {
+                self.mismatch(r, format!("init: replay {:?}, module {want:?}", (d.cwnd, d.ssthresh, d.pacing_rate)));
+            }
+            return;
+        }
+        if !self.socks.contains_key(&r.key) {
+            self.summary.skipped += 1;
+            return;
+        }
+        match r.hook {
+            h if h == flag::HOOK_SSTHRESH => {
+                self.summary.ssthresh += 1;
+                let s = self.socks.get_mut(&r.key).expect("checked above");
+                let got = s.ctl.ssthresh(&k, r.conn.cwnd);
+                if got != r.out_ssthresh {
+                    self.mismatch(r, format!("ssthresh: replay {got}, module {}", r.out_ssthresh));
+                }
+            }
+            h if h == flag::HOOK_TX_START => {
+                if let Err(e) = self.flow_step(&k, r, true) {
+                    return self.mismatch(r, e);
+                }
+                let s = self.socks.get_mut(&r.key).expect("checked above");
+                let due = s.flow.as_ref().is_some_and(|f| f.probe_due(&k, &r.conn));
+                if let (true, Some(f)) = (r.has(flag::PROBED), s.flow.as_mut()) {
+                    f.probe_sent(r.conn.now_ns);
+                    self.summary.probes += 1;
+                }
+                if due != r.has(flag::PROBED) {
+                    self.mismatch(r, format!("tx_start: probe due {due}, module probed {}", r.has(flag::PROBED)));
+                }
+            }
+            h if h == flag::HOOK_ACK => self.ack(&k, r),
+            h => self.mismatch(r, format!("unknown hook {h}")),
+        }
+    }
+
+    fn ack(&mut self, k: &Knobs, r: &Rec) {
+        self.summary.acks += 1;
+        if let Err(e) = self.flow_step(k, r, r.conn.packets_out > 0) {
+            return self.mismatch(r, e);
+        }
+        let rs = r.has(flag::HAS_RS).then_some(r.rs);
+        let resp = r.has(flag::HAS_RESPONSE).then(|| Response {
+            rx_ns: r.resp_rx_ns,
+            snd_nxt: r.resp_snd_nxt,
+            int: &r.int,
+        });
+        self.summary.responses += u64::from(resp.is_some());
+        let s = self.socks.get_mut(&r.key).expect("flow_step found it");
+        let flow = s.flow.as_mut().map(|f| (f, resp.as_ref(), &r.sfc));
+        let d = s.ctl.on_ack(k, &r.conn, rs.as_ref(), flow);
+        if d.probe && r.has(flag::PROBED) {
+            if let Some(f) = s.flow.as_mut() {
+                f.probe_sent(r.conn.now_ns);
+            }
+            self.summary.probes += 1;
+        }
+        if d.notes.has(hpcc_core::control::Note::HpccAck) {
+            self.summary.telemetry_acks += 1;
+        }
+        let got = (d.cwnd, d.pacing_rate, d.probe, d.take_pause);
+        let want = (r.out_cwnd, r.out_pacing, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
+        if got != want {
+            self.mismatch(r, format!("ack (cwnd, pacing, probe, pause): replay {got:?}, module {want:?}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hpcc_core::wire;
+
+    /// What the module's glue would record for a scripted connection:
+    /// the controller itself run as the kernel runs it.
+    fn script() -> Vec<Rec> {
+        let k = Knobs::DEFAULT;
+        let key = "00000000deadbeef 10.1.1.1:40000 10.0.2.1:9000".to_string();
+        let mut out = Vec::new();
+        let mss = 1448;
+        let mut c = Conn { now_ns: 1_000_000, mss, cwnd: 10, ssthresh: u32::MAX, ..Conn::default() };
+        let (mut ctl, d) = SockCtl::init(&k, &c, false);
+        out.push(Rec {
+            key: key.clone(),
+            hook: flag::HOOK_INIT,
+            conn: c,
+            out_cwnd: d.cwnd,
+            out_ssthresh: d.ssthresh,
+            out_pacing: d.pacing_rate,
+            ..Rec::default()
+        });
+        c.cwnd = d.cwnd;
+        c.ssthresh = d.ssthresh;
+        let mut flow: Option<FlowCtl> = None;
+        let mut tx = 0u64;
+        for i in 0..200u32 {
+            // An ACK every 50 us of a 1 ms path through a 1 Gbit/s port.
+            c.now_ns += 50_000;
+            c.srtt_us = 1000;
+            c.min_rtt_us = 1000;
+            c.packets_out = c.cwnd;
+            c.in_flight = c.cwnd;
+            c.snd_nxt = c.snd_nxt.wrapping_add(c.cwnd / 20 * mss);
+            c.cwnd_limited = i % 3 == 0;
+            let mut flags = 0;
+            if flow.is_none() && ctl.wants_flow(&k, c.now_ns, true) {
+                flow = FlowCtl::new(&k, &c);
+                flags |= flag::FLOW_CREATED;
+            }
+            if flow.is_some() {
+                flags |= flag::HAS_FLOW;
+            }
+            // A response every other ACK: the port busy, a queue of 0 to
+            // 12 kB.
+            let mut int = vec![0u8; 68];
+            tx += 6250;
+            let mut hops = [wire::RawHop::default(); wire::MAX_HOPS];
+            hops[0] = wire::RawHop::quantize(1, c.now_ns - 10_000, tx, 3000 * u64::from(i % 5)).expect("a hop");
+            let stack = wire::IntStack { n_hops: 1, path_id: 7, hops };
+            let resp = (i % 2 == 1).then(|| {
+                let _ = wire::encode(&stack, &mut int);
+                flags |= flag::HAS_RESPONSE;
+                Response { rx_ns: c.now_ns, snd_nxt: c.snd_nxt.wrapping_sub(mss), int: &int }
+            });
+            let rs = RateSample {
+                delivered: c.cwnd,
+                interval_us: 1000,
+                prior_in_flight: c.cwnd,
+                acked_sacked: c.cwnd / 20,
+                app_limited: false,
+            };
+            flags |= flag::HAS_RS;
+            let sfc = SfcState::default();
+            let d = ctl.on_ack(&k, &c, Some(&rs), flow.as_mut().map(|f| (f, resp.as_ref(), &sfc)));
+            if d.probe {
+                if let Some(f) = flow.as_mut() {
+                    f.probe_sent(c.now_ns);
+                }
+                flags |= flag::PROBED;
+            }
+            if c.cwnd_limited {
+                flags |= flag::CWND_LIMITED;
+            }
+            out.push(Rec {
+                key: key.clone(),
+                hook: flag::HOOK_ACK,
+                flags,
+                conn: c,
+                rs,
+                resp_rx_ns: resp.map_or(0, |r| r.rx_ns),
+                resp_snd_nxt: resp.map_or(0, |r| r.snd_nxt),
+                int: if resp.is_some() { int.clone() } else { Vec::new() },
+                out_cwnd: d.cwnd,
+                out_pacing: d.pacing_rate,
+                ..Rec::default()
+            });
+            c.cwnd = d.cwnd;
+        }
+        out
+    }
+
+    fn replay(lines: &[String]) -> Summary {
+        let mut r = Replay::new(Knobs::DEFAULT);
+        for l in lines {
+            if let Some(rec) = parse(l) {
+                r.step(&rec.expect("parses"));
+            }
+        }
+        r.summary
+    }
+
+    fn lines(recs: &[Rec]) -> Vec<String> {
+        recs.iter().map(|r| format!("  python3-1234 [001] ..s2. 12.345678: hpcc_ctl: {}", r.to_trace())).collect()
+    }
+
+    #[test]
+    fn a_recorded_connection_replays_exactly() {
+        let recs = script();
+        let s = replay(&lines(&recs));
+        assert_eq!(s.mismatches, 0, "{:?}", s.first);
+        assert_eq!((s.records, s.connections, s.acks, s.skipped), (201, 1, 200, 0));
+        assert!(s.responses >= 90 && s.probes > 0 && s.telemetry_acks > 100, "{s:?}");
+    }
+
+    #[test]
+    fn records_parse_back_to_themselves() {
+        for r in script() {
+            let back = parse(&format!("x hpcc_ctl: {}", r.to_trace())).expect("a record").expect("parses");
+            assert_eq!(back, r);
+        }
+        assert!(parse("x hpcc_sample: src=1").is_none());
+        assert!(parse("x hpcc_ctl: sk=1 hook=1").expect("a record").is_err());
+    }
+
+    #[test]
+    fn a_changed_decision_is_found() {
+        let mut recs = script();
+        recs[150].out_cwnd += 1;
+        recs[160].out_pacing -= 1;
+        recs[170].flags ^= flag::PROBED;
+        let s = replay(&lines(&recs));
+        assert!(s.mismatches >= 3, "{s:?}");
+        assert!(s.first[0].contains("ack (cwnd, pacing, probe, pause)"), "{:?}", s.first);
+        // A changed input changes what the controller decides downstream:
+        // a response that shows a queue of a BDP.
+        let mut recs = script();
+        let i = (100..).find(|&i| recs[i].has(flag::HAS_RESPONSE)).expect("a response");
+        let mut s = wire::parse(&recs[i].int).expect("an INT stack");
+        s.hops[0].qlen = u16::MAX;
+        let _ = wire::encode(&s, &mut recs[i].int);
+        let s = replay(&lines(&recs));
+        assert!(s.mismatches > 0, "{s:?}");
+    }
+
+    #[test]
+    fn a_connection_without_init_is_skipped() {
+        let recs = script();
+        let s = replay(&lines(&recs[1..]));
+        assert_eq!((s.skipped, s.acks, s.mismatches), (200, 0, 0));
+    }
+
+    #[test]
+    fn knob_lines() {
+        assert_eq!(parse_knob("# knob eta_ppm=900000"), Some(Ok(("eta_ppm".into(), 900_000))));
+        assert!(parse_knob("# knob eta_ppm").expect("a knob").is_err());
+        assert!(parse_knob("hpcc_ctl: x").is_none());
+    }
+}

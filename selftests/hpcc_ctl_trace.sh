@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kselftest: captures the tcp_hpcc:hpcc_ctl tracepoint (every hook's
+# inputs and decision) while hpcc flows run through the emulated switch,
+# for the host to replay through the controller (run-all.sh runs
+# `hpcc-replay --ctl` on the capture after the VM: every decision must
+# come out the same).
+#
+#  1. the capture is complete: no event lost (per-CPU overruns 0), and it
+#     starts with the module's parameters as "# knob NAME=VALUE" lines;
+#  2. it covers the hooks: at least three connections from their init,
+#     one of them switched to hpcc after sending data with cubic, ACKs
+#     with telemetry responses, probes, transmit starts.
+#
+# Scenario: a 100 Mbit/s port with a buffer of one BDP (2 ms). Flow A
+# (hpcc) runs 2 s; flow B (hpcc) joins after 0.6 s for 1 s; flow C starts
+# with cubic, which fills the buffer, and switches to hpcc after 0.3 s.
+#
+# KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
+
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/int_switch.sh"
+
+FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+RESULTS=${HPCC_RESULTS:-/tmp}
+OUT=$RESULTS/hpcc_ctl_trace
+PORT=9300
+TR=/sys/kernel/tracing
+
+require_root_and_vm
+require_tools ip tc bpftool python3 modprobe
+
+ktap_print_header
+ktap_set_plan 2
+mkdir -p "$OUT"
+PIDS=()
+OLD_CLOCK=
+OLD_KB=
+restore_tracing() {
+	[ -w $TR/events/tcp_hpcc/hpcc_ctl/enable ] && echo 0 >$TR/events/tcp_hpcc/hpcc_ctl/enable
+	[ -z "$OLD_CLOCK" ] || echo "$OLD_CLOCK" >$TR/trace_clock
+	[ -z "$OLD_KB" ] || echo "$OLD_KB" >$TR/buffer_size_kb
+}
+trap 'kill "${PIDS[@]}" 2>/dev/null; restore_tracing; intsw_cleanup' EXIT
+
+intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+hpcc_tracefs && [ -w $TR/events/tcp_hpcc/hpcc_ctl/enable ] || {
+	ktap_skip_all "no tracefs or no tcp_hpcc:hpcc_ctl event"
+	exit "$KSFT_SKIP"
+}
+intsw_topo_fanin 2 rate_mbit=100 rtt_us=2000 buffer=25000 >"$OUT/topo.log" 2>&1 ||
+	{ ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
+
+ip netns exec ${HPCC_NS}-rcv python3 "$FLOW" serve $PORT --quiet >/dev/null 2>&1 &
+PIDS+=($!)
+wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || { ktap_test_fail "receiver_listens"; ktap_finished; }
+
+# One clock for all CPUs (a connection's hooks may run on either), and room
+# for every record of the run.
+OLD_CLOCK=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $TR/trace_clock)
+OLD_KB=$(cat $TR/buffer_size_kb)
+echo global >$TR/trace_clock
+echo 32768 >$TR/buffer_size_kb
+echo >$TR/trace
+echo 1 >$TR/events/tcp_hpcc/hpcc_ctl/enable
+
+ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" send 10.0.2.1 $PORT 2 --cc hpcc >"$OUT/a.json" 2>&1 &
+A=$!
+ip netns exec ${HPCC_NS}-s2 python3 - 10.0.2.1 $PORT >"$OUT/c.out" 2>&1 <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+s.connect((sys.argv[1], int(sys.argv[2])))
+buf = b"x" * 65536
+for cc, secs in ((b"cubic", 0.3), (b"hpcc", 1.0)):
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc)
+    end = time.time() + secs
+    while time.time() < end:
+        s.send(buf)
+s.close()
+print("done", flush=True)
+PY
+C=$!
+sleep 0.6
+ip netns exec ${HPCC_NS}-s2 python3 "$FLOW" send 10.0.2.1 $PORT 1 --cc hpcc >"$OUT/b.json" 2>&1 &
+B=$!
+wait $A $B $C
+sleep 0.5
+echo 0 >$TR/events/tcp_hpcc/hpcc_ctl/enable
+
+LOST=$(awk '/^overrun:|^dropped events:/ { n += $NF } END { print n + 0 }' $TR/per_cpu/cpu*/stats)
+{
+	for f in /sys/module/tcp_hpcc/parameters/*; do
+		echo "# knob $(basename "$f")=$(cat "$f")"
+	done
+	grep 'hpcc_ctl: ' $TR/trace
+} >"$OUT/ctl.trace"
+echo >$TR/trace
+restore_tracing
+
+t_complete() {
+	local n
+	n=$(grep -c 'hpcc_ctl: ' "$OUT/ctl.trace")
+	echo "$n records, $LOST lost; $(grep -c '^# knob ' "$OUT/ctl.trace") knobs"
+	[ "$n" -gt 0 ] && [ "$LOST" -eq 0 ] && grep -q '^# knob eta_ppm=' "$OUT/ctl.trace"
+}
+ktap_check_v "ctl_trace_complete" t_complete
+
+t_covers() {
+	python3 - "$OUT/ctl.trace" <<'PY'
+import re, sys
+recs = [dict(re.findall(r"(\w+)=(\S*)", l.split("hpcc_ctl: ", 1)[1])) for l in open(sys.argv[1]) if "hpcc_ctl: " in l]
+hook = lambda r: int(r["hook"])
+flags = lambda r: int(r["flags"], 16)
+inits = [r for r in recs if hook(r) == 0]
+n = {
+    "connections from init": len({(r["sk"], r["src"], r["dst"]) for r in inits}),
+    "switched after sending data": sum(1 for r in inits if flags(r) & 0x400),
+    "acks": sum(1 for r in recs if hook(r) == 1),
+    "acks with a response": sum(1 for r in recs if hook(r) == 1 and flags(r) & 0x80),
+    "probes": sum(1 for r in recs if flags(r) & 0x100),
+    "transmit starts": sum(1 for r in recs if hook(r) == 2),
+    "ssthresh": sum(1 for r in recs if hook(r) == 3),
+    "acks in a reduction": sum(1 for r in recs if hook(r) == 1 and flags(r) & 0x1),
+}
+print(", ".join(f"{k} {v}" for k, v in n.items()))
+need = {"connections from init": 3, "switched after sending data": 1, "acks with a response": 20, "probes": 20,
+        "transmit starts": 1}
+bad = [k for k, v in need.items() if n[k] < v]
+sys.exit(f"too few: {', '.join(bad)}" if bad else 0)
+PY
+}
+ktap_check_v "ctl_trace_covers_the_hooks" t_covers
+
+ktap_finished
