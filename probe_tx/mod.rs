@@ -137,12 +137,21 @@ fn count_malformed(net: NetRef, e: ProbeError) {
 
 /// Receiver: answers a probe (received as `rx`) of an established
 /// connection, routed as that connection's data.
-fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
+fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ProbesReceived);
     let t = &p.tuple;
     let dscp = params::dscps().1;
+    // The receiver's flow count (hpcc_core::rcvcount), this flow included;
+    // the flow is recorded only once its response is sent, so probes
+    // nobody answers (no socket) do not count.
+    let window_ns = u64::from(params::knobs().rcv_count_us) * 1000;
+    let hash = table::hash_of(net, t);
+    let rcv_flows = match window_ns {
+        0 => 0,
+        w => net.state().rcv_flows.count_with(now, w, hash),
+    };
     let mut bytes = [0u8; MAX_PACKET_LEN];
-    let len = probe::build_response(&mut bytes, p, dscp);
+    let len = probe::build_response(&mut bytes, p, dscp, rcv_flows);
     let sent = send(bytes.get(..len).unwrap_or(&[]), |skb| {
         // SAFETY: `net` is the live netns of the hook and `rx` its live
         // skb, whose control block the IP layer filled before LOCAL_IN;
@@ -161,6 +170,9 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>) {
             )
         }
     });
+    if sent.is_ok() && window_ns != 0 {
+        net.state().rcv_flows.insert(now, window_ns, hash);
+    }
     inc(net, match sent {
         Ok(()) => Counter::ResponsesSent,
         // Not a flow of ours to answer: no reflection for strangers.
@@ -274,7 +286,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
         }
         Ok(Some(p)) => {
             match p.kind {
-                Kind::Probe => on_probe(net, &rx, &p),
+                Kind::Probe => on_probe(net, &rx, &p, now_ns()),
                 Kind::Response => on_response(net, &p, now_ns()),
             }
             // SAFETY: we own the skb once we return NF_STOLEN; it is freed

@@ -80,11 +80,12 @@ def hop(code, ts, txb, qlen):
     return struct.pack("!Q", w)
 
 
-def int_stack(nhop=0, path_id=0, hops=b""):
-    """An INT stack of INT_LEN bytes: header, records, zero padding."""
+def int_stack(nhop=0, path_id=0, hops=b"", rcv_flows=0):
+    """An INT stack of INT_LEN bytes: header (with a response's receiver
+    flow count in the padding), records, zero padding."""
     w0 = ((nhop & ((1 << H["HPCC_INT_NHOP_BITS"]) - 1)) << H["HPCC_INT_NHOP_POS"]) \
         | (path_id & H["HPCC_INT_PATHID_MASK"])
-    s = struct.pack("!HH", w0, 0) + hops
+    s = struct.pack("!HH", w0, rcv_flows) + hops
     return s + bytes(max(0, INT_LEN - len(s)))
 
 
@@ -151,6 +152,7 @@ def parse_payload(pay):
         return None
     off = PROBE_HDR_LEN
     w0, = struct.unpack("!H", pay[off:off + 2])
+    rcv_flows, = struct.unpack("!H", pay[off + H["HPCC_INT_RCV_FLOWS_OFF"]:off + H["HPCC_INT_RCV_FLOWS_OFF"] + 2])
     hops = []
     for i in range(MAX_HOPS):
         a = off + INT_HDR_LEN + HOP_LEN * i
@@ -160,7 +162,8 @@ def parse_payload(pay):
                      "txb": (rec >> H["HPCC_INT_HOP_TXB_POS"]) & H["HPCC_INT_TXB_MASK"],
                      "qlen": (rec >> H["HPCC_INT_HOP_QLEN_POS"]) & H["HPCC_INT_QLEN_MASK"]})
     return {"type": ptype, "version": ver, "len": plen, "nonce": nonce, "snd_nxt": snd_nxt,
-            "nhop": w0 >> H["HPCC_INT_NHOP_POS"], "path_id": w0 & H["HPCC_INT_PATHID_MASK"], "hops": hops}
+            "nhop": w0 >> H["HPCC_INT_NHOP_POS"], "path_id": w0 & H["HPCC_INT_PATHID_MASK"],
+            "rcv_flows": rcv_flows, "hops": hops}
 
 
 def parse_frame(frame):

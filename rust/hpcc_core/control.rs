@@ -315,6 +315,27 @@ pub fn default_pacing(cwnd: u32, ssthresh: u32, packets_out: u32, mss: u32, srtt
     }
 }
 
+/// W_ai from the path (`wai_path` 1 with `wai_bytes` 0): the drafts'
+/// W_init·(1−η)/N with W_init = min(B_j)·T, the path's BDP, and N the
+/// receiver's flow count (`rcv_flows`, section 6.3.2) or else
+/// `expected_flows`, halved: N flows then add (1−η)/2 of a BDP per update
+/// together, so U settles at η + (1−η)/2 rather than at 1. `None` while
+/// the path is unknown (`path_rate` 0) or the knobs fix W_ai.
+pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, rcv_flows: u16) -> Option<u32> {
+    if k.wai_path != 1 || k.wai_bytes != 0 || path_rate == 0 {
+        return None;
+    }
+    let n = match rcv_flows {
+        0 => u64::from(k.expected_flows.max(1)),
+        n => u64::from(n),
+    };
+    // B·T: bytes/s (below 2^37 for 800 Gb/s) times µs (at most 10^6).
+    let bdp = path_rate.saturating_mul(base_rtt_ns / 1000) / 1_000_000;
+    let spare = u64::from(1_000_000u32.saturating_sub(k.eta_ppm));
+    let w = bdp.saturating_mul(spare) / 1_000_000 / n.saturating_mul(2);
+    Some(u32::try_from(w).unwrap_or(u32::MAX).max(1))
+}
+
 /// A Q23.40 fraction in parts per million, saturating.
 pub fn q40_to_ppm(q: u64) -> u32 {
     u32::try_from(u128::from(q).saturating_mul(1_000_000) >> 40).unwrap_or(u32::MAX)
@@ -339,6 +360,8 @@ pub struct FlowCtl {
     /// Most segments in flight since the last applied sample (window
     /// validation).
     max_in_flight: u32,
+    /// The receiver's flow count the last response carried (0: none).
+    rcv_flows: u16,
     /// Whether a response was applied yet.
     had_response: bool,
     /// The SFC signal generation last acted on.
@@ -362,6 +385,7 @@ impl FlowCtl {
             probes: 0,
             path_rate: 0,
             max_in_flight: 0,
+            rcv_flows: 0,
             had_response: false,
             sfc_gen: 0,
             sfc_cut: WindowCut::default(),
@@ -431,8 +455,21 @@ impl FlowCtl {
             if let Ok(p) = k.hpcc_params(c.mss, t) {
                 self.params = p;
                 self.base_rtt_ns = t;
+                self.follow_path(k);
             }
         }
+    }
+
+    /// W_ai from the path, if the knobs ask for it ([`path_wai_bytes`]).
+    fn follow_path(&mut self, k: &Knobs) {
+        if let Some(w) = path_wai_bytes(k, self.path_rate, self.base_rtt_ns, self.rcv_flows) {
+            self.params = self.params.with_wai_bytes(w);
+        }
+    }
+
+    /// W_ai, bytes.
+    pub fn wai_bytes(&self) -> u32 {
+        self.params.wai_bytes()
     }
 
     /// A new SFC signal: `true` if the glue should take the pause.
@@ -471,6 +508,8 @@ impl FlowCtl {
             .map(|r| r.bps() / 8)
             .min()
             .unwrap_or(0);
+        self.rcv_flows = wire::rcv_flows(r.int);
+        self.follow_path(k);
         // Window validation: the most the flow had in flight since the last
         // sample bounds how far this one can raise W.
         let used = self.max_in_flight.saturating_mul(c.mss);

@@ -46,6 +46,10 @@ macro_rules! knob_table {
                 "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows";
             expected_flows: H.expected_flows, "≥ 1",
                 "HPCC++ N of the W_ai rule of thumb";
+            wai_path: 0, "0, 1",
+                "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
+            rcv_count_us: 10_000, "0, 100 .. 10^6",
+                "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us and reports the count in responses; 0 = no count";
             base_rtt_us: 0, "0 .. 10^6",
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
             probe_interval_us: 0, "0 .. 10^6",
@@ -174,8 +178,8 @@ pub enum KnobError {
     Dscp,
     /// `max_hops` is not in `1..=wire::MAX_HOPS`.
     MaxHops,
-    /// `telemetry`, `pace_at_link_rate`, `window_validation`, `probe_commit`
-    /// or `qlen_min_filter` is not 0 or 1.
+    /// `telemetry`, `wai_path`, `pace_at_link_rate`, `window_validation`,
+    /// `probe_commit` or `qlen_min_filter` is not 0 or 1.
     Telemetry,
     /// `pacing_shift` is not 0 or in 8..=16.
     PacingShift,
@@ -185,6 +189,8 @@ pub enum KnobError {
     PaceCap,
     /// `max_flows_per_netns` is above 2^31.
     FlowLimit,
+    /// `rcv_count_us` is not 0 or in 100..=10^6.
+    RcvCount,
     /// An SFC knob is out of its range.
     Sfc,
 }
@@ -202,12 +208,13 @@ impl KnobError {
             Self::Dscp => "DSCPs must be 1..63 and differ",
             Self::MaxHops => "max_hops must be in 1..8",
             Self::Telemetry => {
-                "telemetry, pace_at_link_rate, window_validation, probe_commit and qlen_min_filter must be 0 or 1"
+                "telemetry, wai_path, pace_at_link_rate, window_validation, probe_commit and qlen_min_filter must be 0 or 1"
             }
             Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
             Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
             Self::FlowLimit => "max_flows_per_netns must be at most 2^31",
+            Self::RcvCount => "rcv_count_us must be 0 or 100..1000000",
             Self::Sfc => {
                 "sfc_enable, sfc_window_cut and sfc_scope must be 0 or 1, sfc_port 1..65535, sfc_rate 1..10^7, \
                  sfc_burst 1..10^6, sfc_max_pause_us 1..10^6"
@@ -309,6 +316,7 @@ impl Knobs {
             return Err(KnobError::MaxHops);
         }
         if self.telemetry > 1
+            || self.wai_path > 1
             || self.pace_at_link_rate > 1
             || self.window_validation > 1
             || self.probe_commit > 1
@@ -324,6 +332,9 @@ impl Knobs {
         }
         if self.max_flows_per_netns > 1 << 31 {
             return Err(KnobError::FlowLimit);
+        }
+        if self.rcv_count_us != 0 && !(100..=MAX_US).contains(&self.rcv_count_us) {
+            return Err(KnobError::RcvCount);
         }
         if self.sfc_enable > 1
             || self.sfc_window_cut > 1

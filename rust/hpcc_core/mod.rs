@@ -64,5 +64,6 @@ pub mod knobs;
 pub mod law;
 pub mod params;
 pub mod probe;
+pub mod rcvcount;
 pub mod sfc;
 pub mod wire;

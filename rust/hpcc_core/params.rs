@@ -237,6 +237,14 @@ impl HpccParams {
         u32::try_from(self.wai_q >> WIN_SHIFT).unwrap_or(u32::MAX)
     }
 
+    /// The same parameters with `W_ai` = `bytes` (at least 1, at most
+    /// [`MAX_WINDOW_BYTES`]): the path-derived W_ai of
+    /// [`super::control::FlowCtl`].
+    pub fn with_wai_bytes(mut self, bytes: u32) -> Self {
+        self.wai_q = u64::from(bytes.clamp(1, MAX_WINDOW_BYTES)) << WIN_SHIFT;
+        self
+    }
+
     /// `ceil(eta · 2^40)`: `U_q40 ≥ eta_threshold_q40()` exactly when `U ≥ eta`.
     pub fn eta_threshold_q40(&self) -> u64 {
         self.eta_thresh

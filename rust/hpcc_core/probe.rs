@@ -461,9 +461,14 @@ pub fn build_probe(out: &mut [u8; MAX_PACKET_LEN], t: &Tuple, dscp: u8, nonce: u
 }
 
 /// The response to probe `p`: reversed tuple, response DSCP, the probe's
-/// nonce, `snd_nxt` and INT stack. Returns its length.
-pub fn build_response(out: &mut [u8; MAX_PACKET_LEN], p: &Packet<'_>, dscp: u8) -> usize {
-    build(out, Kind::Response, &p.tuple.reversed(), dscp, p.nonce, p.snd_nxt, p.int)
+/// nonce, `snd_nxt` and INT stack, with the receiver's flow count
+/// `rcv_flows` in the stack's header ([`wire::RCV_FLOWS_OFF`]). Returns
+/// its length.
+pub fn build_response(out: &mut [u8; MAX_PACKET_LEN], p: &Packet<'_>, dscp: u8, rcv_flows: u16) -> usize {
+    let mut int = [0u8; INT_LEN];
+    int.iter_mut().zip(p.int).for_each(|(d, s)| *d = *s);
+    wire::set_rcv_flows(&mut int, rcv_flows);
+    build(out, Kind::Response, &p.tuple.reversed(), dscp, p.nonce, p.snd_nxt, &int)
 }
 
 #[cfg(test)]
@@ -514,12 +519,19 @@ mod tests {
         b[40 + INT_OFF + 4] = 0x8f;
         let p = classify(&b, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
         let mut r = [0; MAX_PACKET_LEN];
-        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT), PACKET_LEN);
+        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 0), PACKET_LEN);
         let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
         assert_eq!(q.kind, Kind::Response);
         assert_eq!(q.tuple, T.reversed());
         assert_eq!((q.nonce, q.snd_nxt), (p.nonce, p.snd_nxt));
         assert_eq!(q.int, p.int);
+        // With the receiver's count: the same stack, the count in the
+        // header's padding.
+        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 0x1234), PACKET_LEN);
+        let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        assert_eq!(wire::rcv_flows(q.int), 0x1234);
+        assert_eq!((&q.int[..2], &q.int[4..]), (&p.int[..2], &p.int[4..]));
+        assert_eq!(wire::parse(q.int), wire::parse(p.int));
     }
 
     #[test]
@@ -562,7 +574,7 @@ mod tests {
         s[60 + INT_OFF] = 0x10 | 0x0a;
         let p = classify(&s, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
         let mut r = [0; MAX_PACKET_LEN];
-        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT), PACKET6_LEN);
+        assert_eq!(build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 0), PACKET6_LEN);
         let q = classify(&r, DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
         assert_eq!(q.kind, Kind::Response);
         assert_eq!(q.tuple, T6.reversed());
@@ -697,7 +709,7 @@ mod tests {
             s[l4 + TCP_HDR_LEN + INT_OFF..l4 + TCP_HDR_LEN + INT_OFF + 12].copy_from_slice(&rnd().to_be_bytes()[..].repeat(2)[..12]);
             let p = classify(&s[..len], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
             let mut r = [0; MAX_PACKET_LEN];
-            let rlen = build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT);
+            let rlen = build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 0);
             let rt = t.reversed();
             assert!(!tcp_checksum_ok(&rt.saddr, &rt.daddr, &r[l4..rlen]), "response {i}");
         }

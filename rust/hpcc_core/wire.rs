@@ -6,7 +6,7 @@
 //!  0                   1                   2                   3
 //!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //! +-------+-----------------------+-------------------------------+
-//! |  nHop |        pathID         |            Padding            |
+//! |  nHop |        pathID         |  Padding (receiver's N, 6.3.2) |
 //! +-------+-----------------------+-----------------------+-------+
 //! | Speed |                 Timestamp                     |txBytes|
 //! +-------+-----------------------+-----------------------+-------+
@@ -195,6 +195,28 @@ impl IntStack {
     /// The valid records.
     pub fn hops(&self) -> &[RawHop] {
         self.hops.get(..usize::from(self.n_hops)).unwrap_or(&[])
+    }
+}
+
+/// Offset of the receiver's flow count in the header (the drafts'
+/// padding, a big-endian `u16`): a response carries the number of hpcc
+/// flows whose probes its receiver answered recently, the N of the
+/// drafts' receiver-based W_ai (section 6.3.2); 0 = not counted. Probes
+/// leave it 0 and switches leave it alone.
+pub const RCV_FLOWS_OFF: usize = 2;
+
+/// The receiver's flow count a response's INT stack carries (0: none).
+pub fn rcv_flows(buf: &[u8]) -> u16 {
+    buf.get(RCV_FLOWS_OFF..RCV_FLOWS_OFF + 2)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u16::from_be_bytes)
+}
+
+/// Writes the receiver's flow count into an INT stack (a no-op on a
+/// buffer shorter than the header).
+pub fn set_rcv_flows(buf: &mut [u8], n: u16) {
+    if let Some(b) = buf.get_mut(RCV_FLOWS_OFF..RCV_FLOWS_OFF + 2) {
+        b.copy_from_slice(&n.to_be_bytes());
     }
 }
 

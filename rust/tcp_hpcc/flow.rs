@@ -478,6 +478,13 @@ pub(crate) mod table {
         flowhash::flow_hash([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], seed, key)
     }
 
+    /// The table's hash of (`net`, `tuple`) (seed 0): a flow's identity
+    /// under the per-load secret, for the receiver's flow count.
+    pub(crate) fn hash_of(net: NetRef, t: &Tuple) -> u32 {
+        let key = flowhash::key_bytes(net.key(), &t.saddr, &t.daddr, t.sport.to_be(), t.dport.to_be());
+        flowhash::flow_hash([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], 0, &key)
+    }
+
     /// Runs `f` on the flow of (`net`, `tuple`), if published.
     ///
     /// # Safety

@@ -11,6 +11,7 @@
 //! sees its own counters and flows).
 
 use crate::bindings;
+use crate::hpcc_core::rcvcount::FlowCount;
 use crate::hpcc_core::sfc::{PauseTable, TokenBucket};
 use crate::{diag, stats};
 use core::cell::UnsafeCell;
@@ -74,6 +75,9 @@ pub(crate) struct NetState {
     /// `sfc_pauses.latest()`, for the egress hook's lock-free first look:
     /// at or after it nothing is paused (0: never anything).
     pub(crate) sfc_pause_latest: AtomicU64,
+    /// The hpcc flows whose probes this netns answered recently (the
+    /// receiver's N in each response; atomics, all-zero is empty).
+    pub(crate) rcv_flows: FlowCount,
 }
 
 impl NetState {

@@ -46,7 +46,7 @@ fn probes_and_responses_match_the_core() {
         stamped[n - int.len()..n].copy_from_slice(&int);
         let probe = classify(&stamped[..n], 11, 15).unwrap().unwrap();
         let mut r = [0u8; MAX_PACKET_LEN];
-        let rn = build_response(&mut r, &probe, 15);
+        let rn = build_response(&mut r, &probe, 15, 0);
         let got = py(&["packet", "response", dst, src, "5201", "40000", "15", "0xdeadbeef", "123456", &hex(&int)]).unwrap();
         assert_eq!(got, hex(&r[..rn]), "response {src}");
     }

@@ -1,8 +1,10 @@
 //! `hpcc-scenario`: the fluid model's figures (`-v`: per-RTT tables).
 //!
-//! * default, or `--profile module|drafts [--set KNOB=VALUE ...]`: every
-//!   sender runs the module's controller with that profile's knobs, on the
-//!   VM bench's path (one flow; 3 flows and a 4th joining);
+//! * default, or `--profile module|drafts [--set KNOB=VALUE ...]
+//!   [--incumbents N] [--csv FILE]`: every sender runs the module's
+//!   controller with that profile's knobs, on the VM bench's path (one
+//!   flow; N flows, 3 by default, and one more joining, whose per-RTT
+//!   rates `--csv` writes);
 //! * `--law`: the drafts' law alone on the standard 100 Gb/s scenarios
 //!   (per-ACK samples, no probes);
 //! * `--trace`: prints, as replay JSONL, the samples flow 0 receives in a
@@ -95,8 +97,9 @@ fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
 }
 
 /// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms):
-/// one flow, then 3 flows with a 4th joining.
-fn module_report(name: &str, k: Knobs, verbose: bool) {
+/// one flow, then `inc` flows (3 by default) with one more joining; `csv`:
+/// a file for the join run's per-RTT rates (`rtt,util,queue_bdp,mbps...`).
+fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, csv: Option<&str>) {
     let t = 2_000_000u64;
     let one = ModuleScenario::vm_bench(vec![0], 400 * t, k);
     let bdp = one.bdp();
@@ -113,9 +116,25 @@ fn module_report(name: &str, k: Knobs, verbose: bool) {
     );
     let join = 200usize;
     let rtts = 800usize;
-    let sc = ModuleScenario::vm_bench(vec![0, 0, 0, join as u64 * t], rtts as u64 * t, k);
+    let mut starts = vec![0; inc];
+    starts.push(join as u64 * t);
+    let sc = ModuleScenario::vm_bench(starts, rtts as u64 * t, k);
     let r = module::run(&sc);
-    println!("== profile {name}: 3 flows, a 4th joins at RTT {join}");
+    println!("== profile {name}: {inc} flows, one more joins at RTT {join}");
+    if let Some(path) = csv {
+        let mut out = String::from("rtt,util,queue_bdp");
+        (0..=inc).for_each(|i| out.push_str(&format!(",flow{i}_mbps")));
+        out.push('\n');
+        for (k, s) in r.rtts.iter().enumerate() {
+            out.push_str(&format!("{k},{:.4},{:.4}", s.util, s.queue_mean / bdp));
+            s.flow_bps.iter().for_each(|b| out.push_str(&format!(",{:.3}", b / 1e6)));
+            out.push('\n');
+        }
+        if let Err(e) = std::fs::write(path, out) {
+            eprintln!("--csv {path}: {e}");
+            std::process::exit(1);
+        }
+    }
     if verbose {
         table_bdp(&r, 20, bdp);
     }
@@ -123,7 +142,7 @@ fn module_report(name: &str, k: Knobs, verbose: bool) {
     println!(
         "  Jain >= 0.95 (per RTT, from then on) from RTT {:?}; new flow within 10% of fair share from {:?}",
         jain_from.map(|k| format!("{k} ({} RTTs after the join)", k - join)),
-        fair_rtt(&r, join, 3, 0.1).map(|k| format!("{k} ({} RTTs after the join)", k - join))
+        fair_rtt(&r, join, inc, 0.1).map(|k| format!("{k} ({} RTTs after the join)", k - join))
     );
     println!(
         "  last 100 RTTs: utilization {:.4}, mean queue {:.4} BDP, Jain {:.4}",
@@ -179,7 +198,16 @@ fn main() {
             eprintln!("knobs refused: {}", e.describe());
             std::process::exit(2);
         }
-        module_report(name, k, args.iter().any(|a| a == "-v"));
+        let after = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
+        let inc = match after("--incumbents").map(|v| v.parse::<usize>()) {
+            None => 3,
+            Some(Ok(n)) if (1..=64).contains(&n) => n,
+            Some(_) => {
+                eprintln!("--incumbents: expected 1..64");
+                std::process::exit(2);
+            }
+        };
+        module_report(name, k, args.iter().any(|a| a == "-v"), inc, after("--csv").map(String::as_str));
         return;
     }
     if args.iter().any(|a| a == "--trace") {

@@ -12,7 +12,9 @@
 //!   with nothing in flight, `CA_EVENT_TX_START`), the probe carries the
 //!   flow's `snd_nxt`; the NIC stamps it as it leaves, the bottleneck `T/2`
 //!   later (ts, txBytes, qlen through the Figure-4 encoding), and its
-//!   response reaches the sender after the queue's delay and `T/2` more;
+//!   response reaches the sender after the queue's delay and `T/2` more,
+//!   carrying the receiver's flow count (the flows started; 0 with
+//!   `rcv_count_us` 0);
 //! * on every step with ACKed bytes or a response, the controller runs
 //!   once with the connection's state (srtt = T plus the queue's delay,
 //!   min RTT = T, a rate sample of the last RTT's deliveries).
@@ -209,6 +211,8 @@ pub fn run(sc: &ModuleScenario) -> Run {
         );
         // Probes at the bottleneck: stamped, answered after the queue.
         let qdelay_steps = (queue / cap).ceil() as usize;
+        // The receiver's flow count (rcv_count_us): the flows started.
+        let rcv_flows = if k.rcv_count_us == 0 { 0 } else { flows.iter().filter(|f| f.active).count() as u16 };
         for f in flows.iter_mut() {
             while f.probes.front().is_some_and(|p| p.at_switch <= step) {
                 let p = f.probes.pop_front().expect("front");
@@ -218,6 +222,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                     RawHop::quantize(rate.code, sw_clock0 + now, tx_total as u64, queue as u64).expect("rate code");
                 let mut buf = vec![0u8; wire::encoded_len(2)];
                 wire::encode(&st, &mut buf).expect("encode");
+                wire::set_rcv_flows(&mut buf, rcv_flows);
                 f.responses.push_back((step + qdelay_steps + steps_half, p.snd_nxt, buf));
             }
         }
