@@ -145,7 +145,7 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     // the flow is recorded only once its response is sent, so probes
     // nobody answers (no socket) do not count.
     let window_ns = u64::from(params::knobs().rcv_count_us) * 1000;
-    let hash = table::hash_of(net, t);
+    let hash = if window_ns == 0 { 0 } else { table::hash_of(net, t) };
     let rcv_flows = match window_ns {
         0 => 0,
         w => net.state().rcv_flows.count_with(now, w, hash),
