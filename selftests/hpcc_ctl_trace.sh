@@ -11,7 +11,9 @@
 #     starts with the module's parameters as "# knob NAME=VALUE" lines;
 #  2. it covers the hooks: at least three connections from their init,
 #     one of them switched to hpcc after sending data with cubic, ACKs
-#     with telemetry responses, probes, transmit starts.
+#     with telemetry responses, probes, transmit starts;
+#  3. the responses carry the receiver's flow count (the INT header's
+#     padding, rcv_count_us): 3 while all three flows run, never 0.
 #
 # Scenario: a 100 Mbit/s port with a buffer of one BDP (2 ms). Flow A
 # (hpcc) runs 2 s; flow B (hpcc) joins after 0.6 s for 1 s; flow C starts
@@ -33,7 +35,7 @@ require_root_and_vm
 require_tools ip tc bpftool python3 modprobe
 
 ktap_print_header
-ktap_set_plan 2
+ktap_set_plan 3
 mkdir -p "$OUT"
 PIDS=()
 OLD_CLOCK=
@@ -134,5 +136,20 @@ sys.exit(f"too few: {', '.join(bad)}" if bad else 0)
 PY
 }
 ktap_check_v "ctl_trace_covers_the_hooks" t_covers
+
+t_rcv_flows() {
+	python3 - "$OUT/ctl.trace" <<'PY'
+import re, sys
+from collections import Counter
+ns = Counter()
+for l in open(sys.argv[1]):
+    m = re.search(r" flags=(0x[0-9a-f]+) .* int=([0-9a-f]*) ", l)
+    if "hpcc_ctl: " in l and m and int(m.group(1), 16) & 0x80 and len(m.group(2)) >= 8:
+        ns[int(m.group(2)[4:8], 16)] += 1  # bytes 2-3 of the INT header
+print("receiver's flow count in responses: " + ", ".join(f"{n}: {c}" for n, c in sorted(ns.items())))
+sys.exit(0 if ns and max(ns) == 3 and min(ns) >= 1 else 1)
+PY
+}
+ktap_check_v "responses_carry_the_receivers_flow_count" t_rcv_flows
 
 ktap_finished
