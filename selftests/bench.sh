@@ -135,13 +135,15 @@ print(f'\nFlow completion times: short flows, one after another, next to one bul
       f' algorithm; B = {r0["rate_mbit"]} Mbit/s, base RTT {r0["rtt_us"]} us, {r0["secs"]:.0f} s.'
       f' Slowdown = FCT / ideal (alone, idle link, no host delay).')
 print(f'{"algo":7} {"size":>8} {"n":>4} {"ideal ms":>8} {"p50 ms":>8} {"p90 ms":>8} {"p50 slow":>8} {"p90 slow":>8}'
-      f' {"bulk Mbit/s":>11} {"q p99 BDP":>9}')
+      f' {"bulk Mbit/s":>11} {"q p99 BDP":>9} {"util":>6}')
 for r in rows:
     for k, v in r["sizes"].items():
         print(f'{r["algo"]:7} {int(k):>8} {v["n"]:>4} {v["ideal_ms"]:>8.2f} {v["p50_ms"]:>8.2f} {v["p90_ms"]:>8.2f}'
               f' {v["p50_slowdown"]:>8.2f} {v["p90_slowdown"]:>8.2f} {r["background_mbps"]:>11.1f}'
-              f' {r["q_p99_bytes"] / r["bdp_bytes"]:>9.2f}')
+              f' {r["q_p99_bytes"] / r["bdp_bytes"]:>9.2f} {r.get("util", 0):>6.3f}')
 by = {r["algo"]: r for r in rows}
+if "hpcc" in by and "cubic" in by and by["cubic"].get("util"):
+    print(f'  bottleneck utilization over the mix, hpcc/cubic: {by["hpcc"]["util"] / by["cubic"]["util"]:.2f}')
 if "hpcc" in by:
     h = by["hpcc"]["sizes"]
     for a in (x for x in by if x != "hpcc"):

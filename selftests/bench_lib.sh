@@ -427,8 +427,12 @@ try:
 except Exception:
     fj = {}
 sizes = benchstat.fct_sizes(fj.get("fct", []), rate, rtt)
+# The bottleneck's utilization over the whole mix: every byte the port
+# sent (bulk, short flows, probes; the port is new with the topology)
+# over the bulk flow's duration, in fractions of B.
+util = round(port["tx_bytes"] * 8 / (secs * rate * 1e6), 4)
 print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
-                  "secs": secs, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
+                  "secs": secs, "util": util, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
                   "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],
                   "ce_marks": port["ce_marks"], "flows_failed": fj.get("failed"), "sizes": sizes}))
 PY
