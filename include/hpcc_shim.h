@@ -174,7 +174,7 @@ struct hpcc_ctl_rec {
 	__u8 hook;		/* enum hpcc_ctl_hook */
 	__u8 int_len;		/* bytes of int[] the response carried */
 	__u8 sfc_speed;		/* SFC cell: the port's speed code */
-	__u8 _pad;
+	__u8 out_pacing_shift;	/* sk_pacing_shift set (0: left alone) */
 	__u16 flags;		/* HPCC_CTL_* */
 	__u16 _pad2;
 	__u64 now_ns;

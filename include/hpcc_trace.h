@@ -107,7 +107,7 @@ TRACE_EVENT(hpcc_ctl,
 			__entry->r.int_len = sizeof(__entry->r.int_stack);
 	),
 	/* One key=value per field, for hpcc-replay --ctl. */
-	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u out_cwnd=%u out_ssthresh=%u out_pacing=%llu",
+	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u out_cwnd=%u out_ssthresh=%u out_pacing=%llu out_pacing_shift=%u",
 		  __entry->skaddr, __entry->saddr, __entry->daddr,
 		  __entry->r.hook, __entry->r.flags, __entry->r.now_ns,
 		  __entry->r.mss, __entry->r.cwnd, __entry->r.ssthresh,
@@ -120,7 +120,7 @@ TRACE_EVENT(hpcc_ctl,
 		  __print_hex_str(__entry->r.int_stack, __entry->r.int_len),
 		  __entry->r.sfc_gen, __entry->r.sfc_qlen, __entry->r.sfc_speed,
 		  __entry->r.out_cwnd, __entry->r.out_ssthresh,
-		  __entry->r.out_pacing)
+		  __entry->r.out_pacing, __entry->r.out_pacing_shift)
 );
 
 /* The outcome names, resolved for user-space decoders (perf, trace-cmd). */

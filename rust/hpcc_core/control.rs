@@ -267,6 +267,8 @@ pub struct AckDecision {
     pub cwnd: u32,
     /// Pacing rate to set, bytes/s.
     pub pacing_rate: u64,
+    /// `sk_pacing_shift` to set, when it follows T (`pacing_shift` 0).
+    pub pacing_shift: Option<u8>,
     /// Send a probe now (then call [`FlowCtl::probe_sent`]).
     pub probe: bool,
     /// A new SFC signal: take the flow's pending pause and apply it.
@@ -285,8 +287,8 @@ pub struct InitDecision {
     pub cwnd: u32,
     /// ssthresh to set, segments.
     pub ssthresh: u32,
-    /// `sk_pacing_shift` to set, if any.
-    pub pacing_shift: Option<u8>,
+    /// `sk_pacing_shift` to set ([`pacing_shift`]).
+    pub pacing_shift: u8,
     /// Pacing rate to set, bytes/s.
     pub pacing_rate: u64,
 }
@@ -300,6 +302,21 @@ pub fn base_rtt_ns(k: &Knobs, min_rtt_us: u32) -> u64 {
         0 | u32::MAX => DEFAULT_BASE_RTT_NS,
         us => u64::from(us) * 1000,
     }
+}
+
+/// `sk_pacing_shift` for a flow whose T is `base_rtt_ns`: the
+/// `pacing_shift` knob, or with 0 the smallest shift in 8..=16 whose bursts
+/// (2^-shift s of the pacing rate) last at most T/16, so that a burst adds
+/// at most 1/16 of a BDP to the bottleneck's queue:
+/// `ceil(log2(16 s / T))` (13 for T = 2 ms, 16 below 244 µs).
+pub fn pacing_shift(k: &Knobs, base_rtt_ns: u64) -> u8 {
+    if let Ok(s) = u8::try_from(k.pacing_shift) {
+        if s != 0 {
+            return s;
+        }
+    }
+    let per_burst_ns = base_rtt_ns / 16;
+    (8u8..=16).find(|&s| 1_000_000_000u64 >> s <= per_burst_ns).unwrap_or(16)
 }
 
 /// TCP's default pacing: 200% of cwnd·mss per smoothed RTT below
@@ -610,7 +627,7 @@ impl SockCtl {
             (1, Some(f)) => f.pacing_rate(k, c.srtt_us),
             _ => default_pacing(cwnd, cwnd, c.packets_out, c.mss, c.srtt_us),
         };
-        let pacing_shift = u8::try_from(k.pacing_shift).ok().filter(|&s| s != 0);
+        let pacing_shift = pacing_shift(k, base_rtt_ns(k, c.min_rtt_us));
         (st, InitDecision { cwnd, ssthresh: cwnd, pacing_shift, pacing_rate })
     }
 
@@ -653,7 +670,15 @@ impl SockCtl {
                 .on_rate_sample(c.now_ns, rs.delivered, rs.interval_us, c.min_rtt_us, c.srtt_us, rs.app_limited);
         }
         let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
-        let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));
+        let mut t = base_rtt_ns(k, c.min_rtt_us);
+        let hpcc = flow.and_then(|(f, resp, sfc)| {
+            let out = f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d);
+            t = f.base_rtt_ns;
+            out
+        });
+        if k.pacing_shift == 0 {
+            d.pacing_shift = Some(pacing_shift(k, t));
+        }
         let p = k.fallback();
         if let Some((window, rate)) = hpcc {
             d.notes.add(Note::HpccAck);

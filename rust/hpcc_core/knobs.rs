@@ -63,7 +63,7 @@ macro_rules! knob_table {
             telemetry: 1, "0, 1",
                 "1: send probes and use telemetry; 0: the fallback law only";
             pacing_shift: 11, "0, 8 .. 16",
-                "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = the kernel's 10";
+                "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = from T: bursts of at most T/16, shift ceil(log2(16 s/T)) within 8 .. 16";
             pace_at_link_rate: 1, "0, 1",
                 "1: pace at most at the path's slowest INT link rate; 0: at W/T only";
             pace_srtt_cap_pct: 150, "0, 100 .. 1000",
@@ -210,7 +210,7 @@ impl KnobError {
             Self::Telemetry => {
                 "telemetry, wai_path, pace_at_link_rate, window_validation, probe_commit and qlen_min_filter must be 0 or 1"
             }
-            Self::PacingShift => "pacing_shift must be 0 (kernel default) or 8..16",
+            Self::PacingShift => "pacing_shift must be 0 (from T) or 8..16",
             Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
             Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
             Self::FlowLimit => "max_flows_per_netns must be at most 2^31",

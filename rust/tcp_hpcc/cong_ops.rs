@@ -207,6 +207,7 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             let flag = if sent { cr::HAS_SENT_DATA } else { 0 };
             let mut r = ctl_rec(cr::HOOK_INIT, &c, flag);
             (r.out_cwnd, r.out_ssthresh, r.out_pacing) = (d.cwnd, d.ssthresh, d.pacing_rate);
+            r.out_pacing_shift = d.pacing_shift;
             tp.trace_ctl(&r);
         }
         *tp.ca::<CaState>() = CaState { ctl, flow: 0 };
@@ -216,9 +217,7 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
         // small bursts: a burst is a queue at the bottleneck, and HPCC++
         // reads queues as load.
         tp.request_pacing();
-        if let Some(shift) = d.pacing_shift {
-            tp.set_pacing_shift(shift);
-        }
+        tp.set_pacing_shift(d.pacing_shift);
         tp.set_pacing_rate(d.pacing_rate);
     })
 }
@@ -388,6 +387,7 @@ fn ack_rec(
     r.flags |= extra;
     (r.sfc_gen, r.sfc_qlen, r.sfc_speed) = (sfc.gen, sfc.qlen, sfc.speed);
     (r.out_cwnd, r.out_pacing) = (d.cwnd, d.pacing_rate);
+    r.out_pacing_shift = d.pacing_shift.unwrap_or(0);
     r
 }
 
@@ -440,6 +440,9 @@ unsafe extern "C" fn hpcc_cong_control(
         }
         let cwnd = tp.set_cwnd(d.cwnd);
         let rate = tp.set_pacing_rate(d.pacing_rate);
+        if let Some(shift) = d.pacing_shift {
+            tp.set_pacing_shift(shift);
+        }
         if let Some(flow) = flow {
             flow.view.set_applied(cwnd, rate);
         }

@@ -50,17 +50,40 @@ fn init_starts_at_the_initial_window_paced_at_w_over_t() {
     let (_, d) = SockCtl::init(&k, &c, false);
     let segs = k.init_window_bytes / MSS;
     assert_eq!((d.cwnd, d.ssthresh), (segs, segs));
-    assert_eq!(d.pacing_shift, Some(11));
+    assert_eq!(d.pacing_shift, 11);
     // W/T of a new flow (65536 B per 1 ms), below the srtt cap (150%).
     assert_eq!(d.pacing_rate, 65_536_000);
     // A running connection that switches keeps its smaller window.
     let (_, d) = SockCtl::init(&k, &Conn { cwnd: 3, ..c }, true);
     assert_eq!(d.cwnd, 3);
-    // Without telemetry: TCP's 120% of cwnd per srtt; shift 0 sets none.
+    // Without telemetry: TCP's 120% of cwnd per srtt; shift 0 follows T
+    // (1 ms: bursts of at most 62.5 us, 2^-14 s).
     let k0 = Knobs { telemetry: 0, pacing_shift: 0, ..k };
     let (_, d) = SockCtl::init(&k0, &c, false);
     assert_eq!(d.pacing_rate, u64::from(segs * MSS) * 120 / 100 * 1000);
-    assert_eq!(d.pacing_shift, None);
+    assert_eq!(d.pacing_shift, 14);
+}
+
+#[test]
+fn pacing_shift_zero_keeps_bursts_within_a_sixteenth_of_t() {
+    let k = Knobs { pacing_shift: 0, ..Knobs::DEFAULT };
+    for (t_ns, want) in [(2_000_000, 13), (1_000_000, 14), (100_000_000, 8), (20_000, 16), (244_140, 16), (250_000, 16)] {
+        let s = pacing_shift(&k, t_ns);
+        assert_eq!(s, want, "T = {t_ns} ns");
+        assert!((1_000_000_000u64 >> s) <= t_ns / 16 || s == 16, "T = {t_ns} ns: burst {} ns", 1_000_000_000u64 >> s);
+        assert!(s == 8 || (1_000_000_000u64 >> (s - 1)) > t_ns / 16, "T = {t_ns} ns: not the smallest");
+    }
+    assert_eq!(pacing_shift(&Knobs::DEFAULT, 2_000_000), 11, "the knob when set");
+    // On ACKs: only when it follows T, from the flow's T once it has one.
+    let c = conn(1_000_000, 40);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    assert_eq!(s.on_ack(&k, &c, Some(&sample(1, 1000)), None).pacing_shift, Some(14));
+    let (mut s2, _) = SockCtl::init(&Knobs::DEFAULT, &c, false);
+    assert_eq!(s2.on_ack(&Knobs::DEFAULT, &c, Some(&sample(1, 1000)), None).pacing_shift, None);
+    let mut f = FlowCtl::new(&k, &Conn { min_rtt_us: 2000, ..c }).unwrap();
+    let sfc = SfcState::default();
+    let d = s.on_ack(&k, &Conn { min_rtt_us: 2000, ..c }, Some(&sample(1, 1000)), Some((&mut f, None, &sfc)));
+    assert_eq!(d.pacing_shift, Some(13));
 }
 
 #[test]

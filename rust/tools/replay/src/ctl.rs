@@ -33,6 +33,7 @@ pub struct Rec {
     pub out_cwnd: u32,
     pub out_ssthresh: u32,
     pub out_pacing: u64,
+    pub out_pacing_shift: u8,
 }
 
 impl Rec {
@@ -52,7 +53,7 @@ impl Rec {
             "sk={sk} src={src} dst={dst} hook={} flags={:#x} now={} mss={} cwnd={} ssthresh={} srtt={} min_rtt={} \
              packets_out={} in_flight={} snd_nxt={} rs_delivered={} rs_interval={} rs_prior_in_flight={} \
              rs_acked_sacked={} resp_rx={} resp_snd_nxt={} int={int} sfc_gen={} sfc_qlen={} sfc_speed={} \
-             out_cwnd={} out_ssthresh={} out_pacing={}",
+             out_cwnd={} out_ssthresh={} out_pacing={} out_pacing_shift={}",
             self.hook,
             self.flags,
             c.now_ns,
@@ -76,6 +77,7 @@ impl Rec {
             self.out_cwnd,
             self.out_ssthresh,
             self.out_pacing,
+            self.out_pacing_shift,
         )
     }
 }
@@ -144,6 +146,7 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
             out_cwnd: num(&kv, "out_cwnd")?,
             out_ssthresh: num(&kv, "out_ssthresh")?,
             out_pacing: num(&kv, "out_pacing")?,
+            out_pacing_shift: num(&kv, "out_pacing_shift")?,
         })
     })())
 }
@@ -231,9 +234,10 @@ impl Replay {
                 self.summary.connections += 1;
             }
             self.socks.insert(r.key.clone(), Sock { ctl, flow: None });
-            let want = (r.out_cwnd, r.out_ssthresh, r.out_pacing);
-            if (d.cwnd, d.ssthresh, d.pacing_rate) != want {
-                self.mismatch(r, format!("init: replay {:?}, module {want:?}", (d.cwnd, d.ssthresh, d.pacing_rate)));
+            let want = (r.out_cwnd, r.out_ssthresh, r.out_pacing, r.out_pacing_shift);
+            let got = (d.cwnd, d.ssthresh, d.pacing_rate, d.pacing_shift);
+            if got != want {
+                self.mismatch(r, format!("init (cwnd, ssthresh, pacing, shift): replay {got:?}, module {want:?}"));
             }
             return;
         }
@@ -293,10 +297,10 @@ impl Replay {
         if d.notes.has(hpcc_core::control::Note::HpccAck) {
             self.summary.telemetry_acks += 1;
         }
-        let got = (d.cwnd, d.pacing_rate, d.probe, d.take_pause);
-        let want = (r.out_cwnd, r.out_pacing, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
+        let got = (d.cwnd, d.pacing_rate, d.pacing_shift.unwrap_or(0), d.probe, d.take_pause);
+        let want = (r.out_cwnd, r.out_pacing, r.out_pacing_shift, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
         if got != want {
-            self.mismatch(r, format!("ack (cwnd, pacing, probe, pause): replay {got:?}, module {want:?}"));
+            self.mismatch(r, format!("ack (cwnd, pacing, shift, probe, pause): replay {got:?}, module {want:?}"));
         }
     }
 }
@@ -322,6 +326,7 @@ mod tests {
             out_cwnd: d.cwnd,
             out_ssthresh: d.ssthresh,
             out_pacing: d.pacing_rate,
+            out_pacing_shift: d.pacing_shift,
             ..Rec::default()
         });
         c.cwnd = d.cwnd;
@@ -387,6 +392,7 @@ mod tests {
                 int: if resp.is_some() { int.clone() } else { Vec::new() },
                 out_cwnd: d.cwnd,
                 out_pacing: d.pacing_rate,
+                out_pacing_shift: d.pacing_shift.unwrap_or(0),
                 ..Rec::default()
             });
             c.cwnd = d.cwnd;
@@ -435,7 +441,7 @@ mod tests {
         recs[170].flags ^= flag::PROBED;
         let s = replay(&lines(&recs));
         assert!(s.mismatches >= 3, "{s:?}");
-        assert!(s.first[0].contains("ack (cwnd, pacing, probe, pause)"), "{:?}", s.first);
+        assert!(s.first[0].contains("ack (cwnd, pacing, shift, probe, pause)"), "{:?}", s.first);
         // A changed input changes what the controller decides downstream:
         // a response that shows a queue of a BDP.
         let mut recs = script();
