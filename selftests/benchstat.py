@@ -10,6 +10,9 @@
   benchstat.py fct FCT_JSON RATE_MBIT RTT_US
         flow completion times from `hpcc_flow.py fct` output; prints
         {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown, p90_slowdown}}
+  benchstat.py join LOG JOIN_NS END_NS RTT_US RATE_MBIT NFLOWS
+        a late joiner's convergence from the bottleneck's packet log
+        (`intsw.py log` lines: t_ns backlog sport wire dropped): see join()
 
 Percentiles are nearest-rank (numpy's "inverted_cdf": the smallest value
 with at least a fraction p of the values at or below it).
@@ -65,6 +68,50 @@ def fct_sizes(fct, rate_mbit, rtt_us):
     return out
 
 
+def jain(xs):
+    """Jain's fairness index of non-negative shares (0 if all are 0)."""
+    s, q = sum(xs), sum(x * x for x in xs)
+    return s * s / (len(xs) * q) if q else 0.0
+
+
+def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
+    """How fast a flow that joins at JOIN_NS gets its share, from the
+    bottleneck's packet log (rows: t_ns, backlog, sport, wire, dropped).
+
+    The flows are the NFLOWS source ports with the most bytes after the
+    join. Over windows of WINDOW_RTTS base RTTs, sliding by one RTT from
+    the join to END_NS: each flow's bytes, and Jain's index over the
+    flows. Returns {"jain_rtts": the first window start (base RTTs after
+    the join) with Jain >= 0.95, "jain_hold": the fraction of the windows
+    from then on with Jain >= 0.95, "jain": the per-RTT series, "util":
+    bytes over [join, end] in fractions of B, "q_p50_bdp": the median
+    backlog ahead of the packets in [join, end], in BDPs}."""
+    sent = [r for r in rows if not r[4] and join_ns <= r[0] < end_ns]
+    per = {}
+    for r in sent:
+        per[r[2]] = per.get(r[2], 0) + r[3]
+    flows = sorted(per, key=per.get, reverse=True)[:nflows]
+    w = window_rtts * rtt_ns
+    n_win = max(0, (end_ns - join_ns - w) // rtt_ns + 1)
+    # Bytes per flow per RTT bin, then windows as sums of bins.
+    bins = [[0] * ((end_ns - join_ns) // rtt_ns + 1) for _ in flows]
+    idx = {f: i for i, f in enumerate(flows)}
+    for r in sent:
+        i = idx.get(r[2])
+        if i is not None:
+            bins[i][(r[0] - join_ns) // rtt_ns] += r[3]
+    series = []
+    for k in range(n_win):
+        series.append(round(jain([sum(b[k:k + window_rtts]) for b in bins]), 4) if flows else 0.0)
+    first = next((k for k, j in enumerate(series) if j >= 0.95), None)
+    hold = (sum(1 for j in series[first:] if j >= 0.95) / len(series[first:])) if first is not None else 0.0
+    bdp = rate_bps / 8e9 * rtt_ns
+    backlog = [r[1] for r in sent]
+    return {"flows": len(flows), "jain_rtts": first, "jain_hold": round(hold, 3), "jain": series,
+            "util": round(sum(r[3] for r in sent) * 8e9 / (rate_bps * (end_ns - join_ns)), 4) if end_ns > join_ns else 0.0,
+            "q_p50_bdp": round(pct(backlog, 0.5) / bdp, 4) if backlog else None}
+
+
 def main(argv):
     if len(argv) == 4 and argv[0] == "u":
         with open(argv[1]) as f:
@@ -76,6 +123,11 @@ def main(argv):
         except (OSError, ValueError):
             fct = []
         print(json.dumps(fct_sizes(fct, int(argv[2]), int(argv[3]))))
+    elif len(argv) == 7 and argv[0] == "join":
+        with open(argv[1]) as f:
+            rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+        join_ns, end_ns, rtt_us, rate_mbit, n = (int(x) for x in argv[2:])
+        print(json.dumps(join(rows, join_ns, end_ns, rtt_us * 1000, rate_mbit * 1_000_000, n)))
     else:
         sys.exit(__doc__)
 

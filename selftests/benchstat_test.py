@@ -87,8 +87,59 @@ def t_cli_u_reads_a_trace_file():
     return r.returncode == 0 and json.loads(r.stdout) == want, f"rc {r.returncode}, out {r.stdout.strip()}"
 
 
+def _join_log(rtts, share, t0=1_000_000_000, rtt=2_000_000, pkt=1514):
+    """A packet log: flows 1..4 (sports 1001..1004) at 100 Mbit/s, the
+    4th from RTT 0 at share(k) of the others' rate in RTT k; a 1500-byte
+    backlog ahead of each packet; one dropped packet that must not count."""
+    rows = []
+    per_rtt = 100e6 / 8 * rtt / 1e9 / pkt  # packets per RTT at B
+    for k in range(rtts):
+        s4 = share(k)
+        rates = [1, 1, 1, s4]
+        tot = sum(rates)
+        for f, r in enumerate(rates):
+            n = round(per_rtt * r / tot)
+            for i in range(n):
+                rows.append((t0 + k * rtt + i * rtt // max(n, 1), 1500, 1001 + f, pkt, 0))
+    rows.append((t0 + 5 * rtt, 0, 1004, 60000, 1))
+    rows.sort()
+    return rows, t0, t0 + rtts * rtt
+
+
+def t_join_converges_when_the_newcomer_gets_its_share():
+    # The newcomer ramps linearly from 0 to its share over 30 RTTs.
+    rows, j, e = _join_log(100, lambda k: min(1.0, k / 30))
+    got = benchstat.join(rows, j, e, 2_000_000, 100_000_000, 4)
+    # Jain over 10-RTT windows passes 0.95 before the ramp ends, and holds.
+    ok = (got["flows"] == 4 and got["jain_rtts"] is not None and 5 <= got["jain_rtts"] <= 25
+          and got["jain_hold"] == 1.0 and 0.9 <= got["util"] <= 1.01 and got["q_p50_bdp"] == 0.06
+          and len(got["jain"]) == 91)
+    return ok, f"jain_rtts {got['jain_rtts']}, hold {got['jain_hold']}, util {got['util']}, q {got['q_p50_bdp']}"
+
+
+def t_join_never_converges_when_the_newcomer_starves():
+    rows, j, e = _join_log(100, lambda k: 0.1)
+    got = benchstat.join(rows, j, e, 2_000_000, 100_000_000, 4)
+    return got["jain_rtts"] is None and got["jain_hold"] == 0.0 and max(got["jain"]) < 0.9, f"got {got['jain_rtts']}, max {max(got['jain'])}"
+
+
+def t_join_cli_reads_a_log():
+    rows, j, e = _join_log(40, lambda k: 1.0)
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.writelines("%d %d %d %d %d\n" % r for r in rows)
+    try:
+        r = subprocess.run([sys.executable, os.path.join(HERE, "benchstat.py"), "join", f.name, str(j), str(e),
+                            "2000", "100", "4"], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    got = json.loads(r.stdout) if r.returncode == 0 else {}
+    return got.get("jain_rtts") == 0 and got.get("flows") == 4, f"rc {r.returncode}, {r.stdout[:200]} {r.stderr[-200:]}"
+
+
 TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_ideal_fct,
-         t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file]
+         t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file,
+         t_join_converges_when_the_newcomer_gets_its_share, t_join_never_converges_when_the_newcomer_starves,
+         t_join_cli_reads_a_log]
 
 
 if __name__ == "__main__":
