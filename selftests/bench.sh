@@ -69,6 +69,27 @@ if [ "${FCT:-1}" = 1 ]; then
 	done
 fi
 
+# A late joiner (bench_lib.sh bench_join): 3 flows, a 4th joins 2 s in,
+# hpcc and dctcp. JOIN=1 runs it (not yet by default).
+JOIN_JSON=$RESULTS/join.jsonl
+: >"$JOIN_JSON"
+if [ "${JOIN:-0}" = 1 ]; then
+	for algo in hpcc dctcp; do
+		echo "bench: late joiner, $algo" >&2
+		bench_join "$algo" 6 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$JOIN_JSON" ||
+			echo "bench: join $algo failed" >&2
+	done
+	python3 - "$JOIN_JSON" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("\nLate joiner: 3 flows, a 4th joins; Jain over 10-RTT windows from the join")
+print(f'{"algo":7} {"Jain>=0.95 after":>17} {"held":>6} {"util":>6} {"q p50 BDP":>9}')
+for r in rows:
+    j = "never" if r["jain_rtts"] is None else f'{r["jain_rtts"]} RTTs'
+    print(f'{r["algo"]:7} {j:>17} {r["jain_hold"]:>6.2f} {r["util"]:>6.3f} {r["q_p50_bdp"] or 0:>9.3f}')
+PY
+fi
+
 python3 - "$JSON" "$RESULTS/bench.csv" <<'PY'
 import csv, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

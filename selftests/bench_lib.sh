@@ -380,6 +380,62 @@ EOF
 # per 1448 B segment), and one more RTT for the last segment out and the
 # reply back (benchstat.py). Slowdown is a flow's FCT over ideal_ms; the
 # host's own delay (see paced90) is in every algorithm's numbers alike.
+# bench_join ALGO SECS [key=value ...]: incumbents=N flows (default 3) of
+# ALGO into the single bottleneck, and one more that joins join_s seconds
+# (default 2) after the last of them started; all end SECS after the
+# first started. Prints one JSON line: `benchstat.py join` over the
+# bottleneck's packet log from the joiner's first byte to its end (Jain
+# over 10-RTT windows, when it reaches 0.95, utilization, median
+# backlog), with the run's parameters. The log holds the port's last
+# 65,536 packets: keep SECS - join_s within about 6 s at 100 Mbit/s.
+bench_join() {
+	local algo=$1 secs=$2
+	shift 2
+	local rate rtt bdp buffer ecn_k n join_s
+	_bench_link "$@"
+	n=$(_bench_kv incumbents 3 "$@")
+	join_s=$(_bench_kv join_s 2 "$@")
+	local out=${HPCC_RESULTS:-/tmp}/bench-join-$algo
+	intsw_topo_fanin $((n + 1)) rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k" ||
+		{ echo "bench: topology failed" >&2; return 1; }
+	local senders=() i
+	for i in $(seq 1 $((n + 1))); do senders+=("${HPCC_NS}-s$i"); done
+	[ "$(_bench_kv sender_fq 1 "$@")" != 1 ] || _bench_fq "${senders[@]}"
+	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
+	local srv=() pids=()
+	for i in "${!senders[@]}"; do
+		timeout $((secs + 30)) ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" serve $((5301 + i)) --once \
+			--cc "$algo" >"$out.srv$i.json" &
+		srv+=($!)
+	done
+	wait_listening ${HPCC_NS}-rcv 'sport >= :5301' "${#senders[@]}"
+	for i in $(seq 0 $((n - 1))); do
+		rm -f "$out.started$i"
+		timeout $((secs + 30)) ip netns exec "${senders[$i]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + i)) \
+			"$secs" --cc "$algo" --started "$out.started$i" >"$out.flow$i.json" &
+		pids+=($!)
+	done
+	for i in $(seq 0 $((n - 1))); do _bench_wait_file "$out.started$i" "$secs"; done
+	sleep "$join_s"
+	rm -f "$out.started$n"
+	timeout $((secs + 30)) ip netns exec "${senders[$n]}" "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 $((5301 + n)) \
+		"$(echo "$secs - $join_s" | bc -l)" --cc "$algo" --started "$out.started$n" >"$out.flow$n.json" &
+	pids+=($!)
+	for i in "${pids[@]}" "${srv[@]}"; do wait "$i"; done
+	"$BENCH_PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir "$bns" "$bdev")" >"$out.log"
+	# From the joiner's connection to 0.2 s before the flows' planned end
+	# (their closing is not the steady state).
+	local t_join t_end
+	t_join=$(cat "$out.started$n" 2>/dev/null) || t_join=0
+	t_end=$(echo "${t_join:-0} + ($secs - $join_s - 0.2) * 1000000000" | bc | cut -d. -f1)
+	"$BENCH_PY" "$INTSW_DIR/benchstat.py" join "$out.log" "${t_join:-0}" "${t_end:-0}" "$rtt" "$rate" $((n + 1)) |
+		"$BENCH_PY" -c 'import json, sys
+r = json.load(sys.stdin)
+r.update(algo=sys.argv[1], incumbents=int(sys.argv[2]), rate_mbit=int(sys.argv[3]), rtt_us=int(sys.argv[4]),
+         secs=float(sys.argv[5]), join_s=float(sys.argv[6]))
+print(json.dumps(r))' "$algo" "$n" "$rate" "$rtt" "$secs" "$join_s"
+}
+
 bench_fct() {
 	local algo=$1 secs=$2
 	shift 2
