@@ -151,11 +151,17 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
     })())
 }
 
-/// A `# knob NAME=VALUE` line: the knob and its value.
-pub fn parse_knob(line: &str) -> Option<Result<(String, u32), String>> {
+/// The knob that is text (the SFC access list): it does not reach the
+/// controller, so its line is skipped whatever its value.
+pub const TEXT_KNOB: &str = "sfc_acl";
+
+/// A `# knob NAME=VALUE` line: the knob and its value (`Ok(None)` for the
+/// text knob).
+pub fn parse_knob(line: &str) -> Option<Result<Option<(String, u32)>, String>> {
     let kv = line.strip_prefix("# knob ")?;
     Some(match kv.trim().split_once('=') {
-        Some((k, v)) => v.parse().map(|v| (k.to_string(), v)).map_err(|_| format!("knob {kv}: not a u32")),
+        Some((k, _)) if k == TEXT_KNOB => Ok(None),
+        Some((k, v)) => v.parse().map(|v| Some((k.to_string(), v))).map_err(|_| format!("knob {kv}: not a u32")),
         None => Err(format!("knob {kv}: expected NAME=VALUE")),
     })
 }
@@ -462,8 +468,12 @@ mod tests {
 
     #[test]
     fn knob_lines() {
-        assert_eq!(parse_knob("# knob eta_ppm=900000"), Some(Ok(("eta_ppm".into(), 900_000))));
+        assert_eq!(parse_knob("# knob eta_ppm=900000"), Some(Ok(Some(("eta_ppm".into(), 900_000)))));
         assert!(parse_knob("# knob eta_ppm").expect("a knob").is_err());
+        assert!(parse_knob("# knob eta_ppm=x").expect("a knob").is_err());
+        // The access list is text, empty by default: skipped.
+        assert_eq!(parse_knob("# knob sfc_acl="), Some(Ok(None)));
+        assert_eq!(parse_knob("# knob sfc_acl=10.0.0.0/8,fd00::/8"), Some(Ok(None)));
         assert!(parse_knob("hpcc_ctl: x").is_none());
     }
 }

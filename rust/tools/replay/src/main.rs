@@ -300,7 +300,10 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
                 let p = value()?;
                 knobs = Knobs::profile(&p).ok_or_else(|| format!("--profile {p:?}: expected module or drafts"))?;
             }
-            "--set" => sets.push(ctl::parse_knob(&format!("# knob {}", value()?)).ok_or("--set")??),
+            "--set" => {
+                let kv = value()?;
+                sets.push(ctl::parse_knob(&format!("# knob {kv}")).ok_or("--set")??.ok_or(format!("--set {kv}: not a number knob"))?)
+            }
             f => return Err(format!("unknown flag {f:?} with --ctl")),
         }
         i += 1;
@@ -318,9 +321,7 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
             if replay.is_some() {
                 return Err(format!("line {}: a knob line after the first record", n + 1));
             }
-            let kv = kv.map_err(|e| format!("line {}: {e}", n + 1))?;
-            // The text knob (the SFC access list) does not reach the controller.
-            if kv.0 != "sfc_acl" {
+            if let Some(kv) = kv.map_err(|e| format!("line {}: {e}", n + 1))? {
                 set(&mut knobs, &kv).map_err(|e| format!("line {}: {e}", n + 1))?;
             }
             continue;

@@ -220,3 +220,51 @@ fn module_profile_is_the_default_and_is_the_module_law() {
     let drafts = lines(&replay(&[&["--profile", "drafts"][..], &flags[..]].concat(), TRACE));
     assert_ne!(out, drafts);
 }
+
+/// A tracefs line of `tcp_hpcc:hpcc_ctl` (include/hpcc_trace.h).
+fn ctl_line(hook: u8, flags: u16, c: &hpcc_core::control::Conn, acked: u32, out: (u32, u32, u64, u8)) -> String {
+    format!(
+        "  python3-812 [001] ..s2. 3.141592: hpcc_ctl: sk=00000000c0ffee00 src=10.1.1.1:40000 dst=10.0.2.1:9300 \
+         hook={hook} flags={flags:#x} now={} mss={} cwnd={} ssthresh={} srtt={} min_rtt={} packets_out={} in_flight={} \
+         snd_nxt={} rs_delivered={acked} rs_interval=1000 rs_prior_in_flight={acked} rs_acked_sacked={acked} resp_rx=0 \
+         resp_snd_nxt=0 int= sfc_gen=0 sfc_qlen=0 sfc_speed=0 out_cwnd={} out_ssthresh={} out_pacing={} \
+         out_pacing_shift={}\n",
+        c.now_ns, c.mss, c.cwnd, c.ssthresh, c.srtt_us, c.min_rtt_us, c.packets_out, c.in_flight, c.snd_nxt,
+        out.0, out.1, out.2, out.3
+    )
+}
+
+#[test]
+fn ctl_capture_with_the_modules_parameters_replays() {
+    use hpcc_core::control::{ctl_rec, Conn, RateSample, SockCtl};
+    use hpcc_core::knobs::Knobs;
+    // The module's parameters as the selftest writes them, with a changed
+    // knob (which the replay must apply) and the text access list.
+    let k = Knobs { fallback_ai_segs: 3, ..Knobs::DEFAULT };
+    let mut cap: String = k.entries().iter().map(|(n, v)| format!("# knob {n}={v}\n")).collect();
+    cap.push_str("# knob sfc_acl=\n");
+    let c = Conn { now_ns: 1_000_000, mss: 1448, cwnd: 10, ssthresh: u32::MAX, srtt_us: 1000, min_rtt_us: 1000, ..Conn::default() };
+    let (mut s, d) = SockCtl::init(&k, &c, false);
+    cap.push_str(&ctl_line(ctl_rec::HOOK_INIT, 0, &c, 0, (d.cwnd, d.ssthresh, d.pacing_rate, d.pacing_shift)));
+    // An ACK of a whole window of a cwnd-limited connection with nothing
+    // left in flight (no flow state wanted): the fallback's additive
+    // increase, by 3 segments.
+    let a = Conn { now_ns: 2_000_000, cwnd: d.cwnd, ssthresh: d.ssthresh, cwnd_limited: true, ..c };
+    let rs = RateSample { delivered: d.cwnd, interval_us: 1000, prior_in_flight: d.cwnd, acked_sacked: d.cwnd, app_limited: false };
+    let e = s.on_ack(&k, &a, Some(&rs), None);
+    assert_eq!(e.cwnd, d.cwnd + 3);
+    let flags = ctl_rec::CWND_LIMITED | ctl_rec::HAS_RS;
+    let ack = ctl_line(ctl_rec::HOOK_ACK, flags, &a, d.cwnd, (e.cwnd, 0, e.pacing_rate, e.pacing_shift.unwrap_or(0)));
+    let o = replay(&["--ctl"], &format!("{cap}{ack}"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((v["connections"].as_u64(), v["acks"].as_u64(), v["mismatches"].as_u64()), (Some(1), Some(1), Some(0)));
+    // With the default knobs instead, the same capture mismatches.
+    let o = replay(&["--ctl", "--set", "fallback_ai_segs=1"], &format!("{cap}{ack}"));
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    // A knob line that is not a number is an error naming its line.
+    let o = replay(&["--ctl"], "# knob eta_ppm=x\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
+}
