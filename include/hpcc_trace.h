@@ -106,7 +106,9 @@ TRACE_EVENT(hpcc_ctl,
 		if (__entry->r.int_len > sizeof(__entry->r.int_stack))
 			__entry->r.int_len = sizeof(__entry->r.int_stack);
 	),
-	/* One key=value per field, for hpcc-replay --ctl. */
+	/* One key=value per field, for hpcc-replay --ctl, which reads the
+	 * tracefs text (the record is one struct field: perf and trace-cmd
+	 * print the raw event, not these names). */
 	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u out_cwnd=%u out_ssthresh=%u out_pacing=%llu out_pacing_shift=%u",
 		  __entry->skaddr, __entry->saddr, __entry->daddr,
 		  __entry->r.hook, __entry->r.flags, __entry->r.now_ns,

@@ -361,29 +361,10 @@ print(json.dumps(r))
 EOF
 }
 
-# bench_fct ALGO SECONDS [key=value ...]: flow completion times of short
-# flows under load, all flows of ALGO. One switch, two senders: sender 1
-# runs one bulk flow (the background load), sender 2 opens short flows one
-# after another (hpcc_flow.py fct: sizes in turn, gap_ms=10 apart, each a
-# new connection) to a `serve --reply` on the receiver, from 0.5 s after
-# the bulk flow started until it ends. The default sizes, four 8 KiB, two
-# 64 KiB, one 256 KiB and one 1 MiB per round, make small flows the most
-# common, as in datacenter workloads.
-# Other keys as bench_scenario (rate_mbit, rtt_us, buffer, ecn_k, tag,
-# sender_fq). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
-# bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
-# ce_marks, flows_failed (short flows without a correct reply; null if the
-# client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
-# p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).
-# ideal_ms is the flow alone on an idle link with no host delay: the
-# handshake's RTT, the bytes at B with their headers (1514 B on the wire
-# per 1448 B segment), and one more RTT for the last segment out and the
-# reply back (benchstat.py). Slowdown is a flow's FCT over ideal_ms; the
-# host's own delay (see paced90) is in every algorithm's numbers alike.
 # bench_join ALGO SECS [key=value ...]: incumbents=N flows (default 3) of
 # ALGO into the single bottleneck, and one more that joins join_s seconds
-# (default 2) after the last of them started; all end SECS after the
-# first started. Prints one JSON line: `benchstat.py join` over the
+# (default 2) after the last of them started; each sends for SECS from
+# its start, the joiner until the incumbents end. Prints one JSON line: `benchstat.py join` over the
 # bottleneck's packet log from the joiner's first byte to its end (Jain
 # over 10-RTT windows, when it reaches 0.95, utilization, median
 # backlog), with the run's parameters. The log holds the port's last
@@ -423,11 +404,13 @@ bench_join() {
 	pids+=($!)
 	for i in "${pids[@]}" "${srv[@]}"; do wait "$i"; done
 	"$BENCH_PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir "$bns" "$bdev")" >"$out.log"
-	# From the joiner's connection to 0.2 s before the flows' planned end
-	# (their closing is not the steady state).
-	local t_join t_end
+	# From the joiner's connection to 0.2 s before the first incumbent's
+	# planned end (each sends SECS from its own start; closing is not the
+	# steady state).
+	local t_join t_first t_end
 	t_join=$(cat "$out.started$n" 2>/dev/null) || t_join=0
-	t_end=$(echo "${t_join:-0} + ($secs - $join_s - 0.2) * 1000000000" | bc | cut -d. -f1)
+	t_first=$(cat "$out.started"[0-9]* 2>/dev/null | sort -n | head -n1)
+	t_end=$(echo "${t_first:-0} + ($secs - 0.2) * 1000000000" | bc | cut -d. -f1)
 	"$BENCH_PY" "$INTSW_DIR/benchstat.py" join "$out.log" "${t_join:-0}" "${t_end:-0}" "$rtt" "$rate" $((n + 1)) |
 		"$BENCH_PY" -c 'import json, sys
 r = json.load(sys.stdin)
@@ -436,6 +419,25 @@ r.update(algo=sys.argv[1], incumbents=int(sys.argv[2]), rate_mbit=int(sys.argv[3
 print(json.dumps(r))' "$algo" "$n" "$rate" "$rtt" "$secs" "$join_s"
 }
 
+# bench_fct ALGO SECONDS [key=value ...]: flow completion times of short
+# flows under load, all flows of ALGO. One switch, two senders: sender 1
+# runs one bulk flow (the background load), sender 2 opens short flows one
+# after another (hpcc_flow.py fct: sizes in turn, gap_ms=10 apart, each a
+# new connection) to a `serve --reply` on the receiver, from 0.5 s after
+# the bulk flow started until it ends. The default sizes, four 8 KiB, two
+# 64 KiB, one 256 KiB and one 1 MiB per round, make small flows the most
+# common, as in datacenter workloads.
+# Other keys as bench_scenario (rate_mbit, rtt_us, buffer, ecn_k, tag,
+# sender_fq). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
+# bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
+# ce_marks, flows_failed (short flows without a correct reply; null if the
+# client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
+# p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).
+# ideal_ms is the flow alone on an idle link with no host delay: the
+# handshake's RTT, the bytes at B with their headers (1514 B on the wire
+# per 1448 B segment), and one more RTT for the last segment out and the
+# reply back (benchstat.py). Slowdown is a flow's FCT over ideal_ms; the
+# host's own delay (see paced90) is in every algorithm's numbers alike.
 bench_fct() {
 	local algo=$1 secs=$2
 	shift 2

@@ -81,7 +81,8 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
     The flows are the NFLOWS source ports with the most bytes after the
     join. Over windows of WINDOW_RTTS base RTTs, sliding by one RTT from
     the join to END_NS: each flow's bytes, and Jain's index over the
-    flows. Returns {"jain_rtts": the first window start (base RTTs after
+    flows. Returns {"flows": the flows seen, "log_from_join": whether the
+    log (a ring) reaches back to the join, "jain_rtts": the first window start (base RTTs after
     the join) with Jain >= 0.95, "jain_hold": the fraction of the windows
     from then on with Jain >= 0.95, "jain": the per-RTT series, "util":
     bytes over [join, end] in fractions of B, "q_p50_bdp": the median
@@ -91,6 +92,9 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
     for r in sent:
         per[r[2]] = per.get(r[2], 0) + r[3]
     flows = sorted(per, key=per.get, reverse=True)[:nflows]
+    # A flow that sent nothing is absent from the log but not from the
+    # shares: each window counts NFLOWS flows.
+    missing = nflows - len(flows)
     w = window_rtts * rtt_ns
     n_win = max(0, (end_ns - join_ns - w) // rtt_ns + 1)
     # Bytes per flow per RTT bin, then windows as sums of bins.
@@ -102,12 +106,12 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
             bins[i][(r[0] - join_ns) // rtt_ns] += r[3]
     series = []
     for k in range(n_win):
-        series.append(round(jain([sum(b[k:k + window_rtts]) for b in bins]), 4) if flows else 0.0)
+        series.append(round(jain([sum(b[k:k + window_rtts]) for b in bins] + [0] * missing), 4) if flows else 0.0)
     first = next((k for k, j in enumerate(series) if j >= 0.95), None)
     hold = (sum(1 for j in series[first:] if j >= 0.95) / len(series[first:])) if first is not None else 0.0
     bdp = rate_bps / 8e9 * rtt_ns
     backlog = [r[1] for r in sent]
-    return {"flows": len(flows), "jain_rtts": first, "jain_hold": round(hold, 3), "jain": series,
+    return {"flows": len(flows), "log_from_join": bool(rows) and rows[0][0] <= join_ns, "jain_rtts": first, "jain_hold": round(hold, 3), "jain": series,
             "util": round(sum(r[3] for r in sent) * 8e9 / (rate_bps * (end_ns - join_ns)), 4) if end_ns > join_ns else 0.0,
             "q_p50_bdp": round(pct(backlog, 0.5) / bdp, 4) if backlog else None}
 

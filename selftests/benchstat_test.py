@@ -136,10 +136,18 @@ def t_join_cli_reads_a_log():
     return got.get("jain_rtts") == 0 and got.get("flows") == 4, f"rc {r.returncode}, {r.stdout[:200]} {r.stderr[-200:]}"
 
 
+def t_join_counts_a_silent_joiner():
+    # The newcomer never sends: 3 equal flows alone must not look fair.
+    rows, j, e = _join_log(60, lambda k: 0.0)
+    got = benchstat.join(rows, j, e, 2_000_000, 100_000_000, 4)
+    ok = got["flows"] == 3 and got["jain_rtts"] is None and max(got["jain"]) <= 0.75 and got["log_from_join"]
+    return ok, f"flows {got['flows']}, jain_rtts {got['jain_rtts']}, max {max(got['jain'])}"
+
+
 TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_ideal_fct,
          t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file,
          t_join_converges_when_the_newcomer_gets_its_share, t_join_never_converges_when_the_newcomer_starves,
-         t_join_cli_reads_a_log]
+         t_join_cli_reads_a_log, t_join_counts_a_silent_joiner]
 
 
 if __name__ == "__main__":

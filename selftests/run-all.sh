@@ -130,9 +130,10 @@ capture=$results/hpcc_ctl_trace/ctl.trace
 if [ -s "$capture" ]; then
 	cargo run -q -p hpcc-replay -- --ctl <"$capture" 2>&1 | tee "$results/ctl-replay.log"
 	verdict controller-replays-the-vm-trace-exactly "${PIPESTATUS[0]}"
-elif [ -n "${HPCC_TESTS:-}" ]; then
-	echo "not run: hpcc_ctl_trace.sh is not among HPCC_TESTS"
 else
-	verdict controller-replay-capture-exists 1
+	# hpcc_ctl_trace.sh skipped, failed before its capture (its own KTAP
+	# counts that) or was not among HPCC_TESTS.
+	skipped=$((skipped + 1))
+	echo "SKIP controller replay: no capture from hpcc_ctl_trace.sh"
 fi
 finish

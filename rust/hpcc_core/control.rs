@@ -349,7 +349,7 @@ pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, rcv_flows: u1
     // B·T: bytes/s (below 2^37 for 800 Gb/s) times µs (at most 10^6).
     let bdp = path_rate.saturating_mul(base_rtt_ns / 1000) / 1_000_000;
     let spare = u64::from(1_000_000u32.saturating_sub(k.eta_ppm));
-    let w = bdp.saturating_mul(spare) / 1_000_000 / n.saturating_mul(2);
+    let w = (bdp.saturating_mul(spare) / 1_000_000).checked_div(n.saturating_mul(2)).unwrap_or(0);
     Some(u32::try_from(w).unwrap_or(u32::MAX).max(1))
 }
 

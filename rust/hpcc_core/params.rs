@@ -241,7 +241,9 @@ impl HpccParams {
     /// [`MAX_WINDOW_BYTES`]): the path-derived W_ai of
     /// [`super::control::FlowCtl`].
     pub fn with_wai_bytes(mut self, bytes: u32) -> Self {
-        self.wai_q = u64::from(bytes.clamp(1, MAX_WINDOW_BYTES)) << WIN_SHIFT;
+        let b = bytes.clamp(1, MAX_WINDOW_BYTES);
+        self.cfg.wai_bytes = b;
+        self.wai_q = u64::from(b) << WIN_SHIFT;
         self
     }
 
