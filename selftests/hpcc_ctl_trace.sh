@@ -13,13 +13,14 @@
 #     one of them switched to hpcc after sending data with cubic, ACKs
 #     with telemetry responses, probes, transmit starts;
 #  3. the responses carry the receiver's flow count (the INT header's
-#     padding, rcv_count_us): never 0, at most the three flows, and at
-#     least 2 while flows overlap (python's start-up under TCG may keep
-#     all three from overlapping).
+#     padding, rcv_count_us): never 0, at most the three flows, and more
+#     than one while they overlap (under TCG python's start-up and a busy
+#     host may keep the third from overlapping the first).
 #
 # Scenario: a 100 Mbit/s port with a buffer of one BDP (2 ms). Flow A
-# (hpcc) runs 2 s; flow B (hpcc) joins after 0.6 s for 1 s; flow C starts
-# with cubic, which fills the buffer, and switches to hpcc after 0.3 s.
+# (hpcc) runs 4 s; flow C starts with it with cubic, which fills the
+# buffer, and switches to hpcc after 0.3 s for 3 s; flow B (hpcc) joins
+# after 0.6 s for 2.5 s.
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
@@ -71,26 +72,38 @@ echo 32768 >$TR/buffer_size_kb
 echo >$TR/trace
 echo 1 >$TR/events/tcp_hpcc/hpcc_ctl/enable
 
-ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" send 10.0.2.1 $PORT 2 --cc hpcc >"$OUT/a.json" 2>&1 &
-A=$!
-ip netns exec ${HPCC_NS}-s2 python3 - 10.0.2.1 $PORT >"$OUT/c.out" 2>&1 <<'PY' &
-import socket, sys, time
+# A sender: waits for $OUT/go (python takes seconds to start under TCG,
+# so all start first), sleeps DELAY, then sends with each (cc, seconds)
+# of its plan in turn on one connection.
+SENDER='
+import os, socket, sys, time
+dst, port, ready, go, delay = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
+plan = [(a.split(":")[0].encode(), float(a.split(":")[1])) for a in sys.argv[6:]]
+open(ready, "w").write("1")
+while not os.path.exists(go):
+    time.sleep(0.02)
+time.sleep(delay)
 s = socket.socket()
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
-s.connect((sys.argv[1], int(sys.argv[2])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, plan[0][0])
+s.connect((dst, port))
 buf = b"x" * 65536
-for cc, secs in ((b"cubic", 0.3), (b"hpcc", 1.0)):
+for cc, secs in plan:
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc)
     end = time.time() + secs
     while time.time() < end:
         s.send(buf)
 s.close()
-print("done", flush=True)
-PY
+'
+rm -f "$OUT"/*.ready "$OUT/go"
+ip netns exec ${HPCC_NS}-s1 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/a.ready" "$OUT/go" 0 hpcc:4 >"$OUT/a.out" 2>&1 &
+A=$!
+ip netns exec ${HPCC_NS}-s2 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/c.ready" "$OUT/go" 0 cubic:0.3 hpcc:3 \
+	>"$OUT/c.out" 2>&1 &
 C=$!
-sleep 0.6
-ip netns exec ${HPCC_NS}-s2 python3 "$FLOW" send 10.0.2.1 $PORT 1 --cc hpcc >"$OUT/b.json" 2>&1 &
+ip netns exec ${HPCC_NS}-s2 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/b.ready" "$OUT/go" 0.6 hpcc:2.5 >"$OUT/b.out" 2>&1 &
 B=$!
+for _ in $(seq 1 600); do [ -e "$OUT/a.ready" ] && [ -e "$OUT/b.ready" ] && [ -e "$OUT/c.ready" ] && break; sleep 0.05; done
+touch "$OUT/go"
 wait $A $B $C
 sleep 0.5
 echo 0 >$TR/events/tcp_hpcc/hpcc_ctl/enable

@@ -48,8 +48,8 @@ macro_rules! knob_table {
                 "HPCC++ N of the W_ai rule of thumb";
             wai_path: 0, "0, 1",
                 "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
-            rcv_count_us: 10_000, "0, 100 .. 10^6",
-                "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (at least the senders' smoothed RTT) and reports the count in responses; 0 = no count";
+            rcv_count_us: 100_000, "0, 100 .. 10^6",
+                "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
             base_rtt_us: 0, "0 .. 10^6",
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
             probe_interval_us: 0, "0 .. 10^6",
