@@ -484,11 +484,6 @@ impl FlowCtl {
         }
     }
 
-    /// W_ai, bytes.
-    pub fn wai_bytes(&self) -> u32 {
-        self.params.wai_bytes()
-    }
-
     /// A new SFC signal: `true` if the glue should take the pause.
     fn on_sfc(&mut self, k: &Knobs, c: &Conn, s: &SfcState, notes: &mut Notes) -> bool {
         if s.gen == self.sfc_gen {
@@ -583,6 +578,9 @@ impl FlowCtl {
         d: &mut AckDecision,
     ) -> Option<(u32, u64)> {
         self.follow_rtt(k, c);
+        if k.pacing_shift == 0 {
+            d.pacing_shift = Some(pacing_shift(k, self.base_rtt_ns));
+        }
         d.take_pause = self.on_sfc(k, c, sfc, &mut d.notes);
         self.max_in_flight = self.max_in_flight.max(c.in_flight).max(prior_in_flight);
         if let Some(r) = response {
@@ -670,14 +668,10 @@ impl SockCtl {
                 .on_rate_sample(c.now_ns, rs.delivered, rs.interval_us, c.min_rtt_us, c.srtt_us, rs.app_limited);
         }
         let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
-        let mut t = base_rtt_ns(k, c.min_rtt_us);
-        let hpcc = flow.and_then(|(f, resp, sfc)| {
-            let out = f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d);
-            t = f.base_rtt_ns;
-            out
-        });
-        if k.pacing_shift == 0 {
-            d.pacing_shift = Some(pacing_shift(k, t));
+        let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));
+        if k.pacing_shift == 0 && d.pacing_shift.is_none() {
+            // No flow state: T from the minimum RTT, as a new flow takes it.
+            d.pacing_shift = Some(pacing_shift(k, base_rtt_ns(k, c.min_rtt_us)));
         }
         let p = k.fallback();
         if let Some((window, rate)) = hpcc {

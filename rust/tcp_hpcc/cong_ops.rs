@@ -124,33 +124,26 @@ fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, c: &Conn, sending: bool) -> 
 // C header's for the tracepoint: the same values.
 const _: () = {
     use bindings as b;
-    let hooks = [
-        (cr::HOOK_INIT, b::hpcc_ctl_hook_HPCC_CTL_INIT),
-        (cr::HOOK_ACK, b::hpcc_ctl_hook_HPCC_CTL_ACK),
-        (cr::HOOK_TX_START, b::hpcc_ctl_hook_HPCC_CTL_TX_START),
-        (cr::HOOK_SSTHRESH, b::hpcc_ctl_hook_HPCC_CTL_SSTHRESH),
-    ];
-    let flags = [
-        (cr::IN_REDUCTION, b::HPCC_CTL_IN_REDUCTION),
-        (cr::CWND_LIMITED, b::HPCC_CTL_CWND_LIMITED),
-        (cr::HAS_RS, b::HPCC_CTL_HAS_RS),
-        (cr::RS_APP_LIMITED, b::HPCC_CTL_RS_APP_LIMITED),
-        (cr::HAS_FLOW, b::HPCC_CTL_HAS_FLOW),
-        (cr::FLOW_CREATED, b::HPCC_CTL_FLOW_CREATED),
-        (cr::FLOW_REFUSED, b::HPCC_CTL_FLOW_REFUSED),
-        (cr::HAS_RESPONSE, b::HPCC_CTL_HAS_RESPONSE),
-        (cr::PROBED, b::HPCC_CTL_PROBED),
-        (cr::TAKE_PAUSE, b::HPCC_CTL_TAKE_PAUSE),
-        (cr::HAS_SENT_DATA, b::HPCC_CTL_HAS_SENT_DATA),
+    let same = [
+        (cr::HOOK_INIT as u32, b::hpcc_ctl_hook_HPCC_CTL_INIT),
+        (cr::HOOK_ACK as u32, b::hpcc_ctl_hook_HPCC_CTL_ACK),
+        (cr::HOOK_TX_START as u32, b::hpcc_ctl_hook_HPCC_CTL_TX_START),
+        (cr::HOOK_SSTHRESH as u32, b::hpcc_ctl_hook_HPCC_CTL_SSTHRESH),
+        (cr::IN_REDUCTION as u32, b::HPCC_CTL_IN_REDUCTION),
+        (cr::CWND_LIMITED as u32, b::HPCC_CTL_CWND_LIMITED),
+        (cr::HAS_RS as u32, b::HPCC_CTL_HAS_RS),
+        (cr::RS_APP_LIMITED as u32, b::HPCC_CTL_RS_APP_LIMITED),
+        (cr::HAS_FLOW as u32, b::HPCC_CTL_HAS_FLOW),
+        (cr::FLOW_CREATED as u32, b::HPCC_CTL_FLOW_CREATED),
+        (cr::FLOW_REFUSED as u32, b::HPCC_CTL_FLOW_REFUSED),
+        (cr::HAS_RESPONSE as u32, b::HPCC_CTL_HAS_RESPONSE),
+        (cr::PROBED as u32, b::HPCC_CTL_PROBED),
+        (cr::TAKE_PAUSE as u32, b::HPCC_CTL_TAKE_PAUSE),
+        (cr::HAS_SENT_DATA as u32, b::HPCC_CTL_HAS_SENT_DATA),
     ];
     let mut i = 0;
-    while i < hooks.len() {
-        assert!(hooks[i].0 as u32 == hooks[i].1);
-        i += 1;
-    }
-    let mut i = 0;
-    while i < flags.len() {
-        assert!(flags[i].0 as u32 == flags[i].1);
+    while i < same.len() {
+        assert!(same[i].0 == same[i].1);
         i += 1;
     }
 };
@@ -362,11 +355,10 @@ fn ack_rec(
     d: &AckDecision,
 ) -> bindings::hpcc_ctl_rec {
     let mut r = ctl_rec(cr::HOOK_ACK, c, flags);
-    let mut extra = 0;
     if let Some(rs) = rs {
-        extra |= cr::HAS_RS;
+        r.flags |= cr::HAS_RS;
         if rs.app_limited {
-            extra |= cr::RS_APP_LIMITED;
+            r.flags |= cr::RS_APP_LIMITED;
         }
         r.rs_delivered = rs.delivered;
         r.rs_interval_us = rs.interval_us;
@@ -374,7 +366,7 @@ fn ack_rec(
         r.rs_acked_sacked = rs.acked_sacked;
     }
     if let Some(m) = mail {
-        extra |= cr::HAS_RESPONSE;
+        r.flags |= cr::HAS_RESPONSE;
         r.resp_rx_ns = m.rx_ns;
         r.resp_snd_nxt = m.snd_nxt;
         // Both are HPCC_INT_MAX_LEN bytes (a type error otherwise).
@@ -382,9 +374,8 @@ fn ack_rec(
         r.int_len = m.int.len() as u8;
     }
     if d.take_pause {
-        extra |= cr::TAKE_PAUSE;
+        r.flags |= cr::TAKE_PAUSE;
     }
-    r.flags |= extra;
     (r.sfc_gen, r.sfc_qlen, r.sfc_speed) = (sfc.gen, sfc.qlen, sfc.speed);
     (r.out_cwnd, r.out_pacing) = (d.cwnd, d.pacing_rate);
     r.out_pacing_shift = d.pacing_shift.unwrap_or(0);
