@@ -33,9 +33,10 @@
         one server per port (forked)
   hpcc_flow.py serve ... [--rst]
         --rst: the first connection is reset (SO_LINGER 0) after its first bytes
-  hpcc_flow.py hostile DEV SECONDS [--dscp 15]
+  hpcc_flow.py hostile DEV SECONDS [--probe-dscp 11] [--dscp 15] [--ready FILE]
         a lying receiver: answers each probe arriving on DEV with a response
-        that claims an idle path (txBytes frozen, queue 0)
+        that claims an idle path (txBytes frozen, queue 0), for SECONDS or
+        until SIGTERM; READY is created once it listens
   hpcc_flow.py labels SECONDS DEV...
         per source port and DEV: the flow labels of data packets and probes
   hpcc_flow.py reuse DST PORT SPORT SECONDS [--cc ALGO]
@@ -60,10 +61,13 @@
 
 The packet layout follows include/hpcc_probe.h and include/hpcc_int.h.
 """
+import ctypes
 import json
 import os
+import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -298,12 +302,34 @@ def storm(argv):
     print(json.dumps({"sent": sent, "secs": round(time.monotonic() - t0, 1)}))
 
 
-def frames(dev, secs):
-    """Ethernet frames received on DEV (this netns) for SECS seconds."""
+def dscp_filter(dscp):
+    """A classic BPF program, compiled by tcpdump, that passes only IPv4 and
+    IPv6 TCP frames carrying DSCP: a packet socket then wakes for those alone
+    instead of for every data segment."""
+    expr = ("(ip and (ip[1] & 0xfc) = %d and ip[9] = 6) or "
+            "(ip6 and (ip6[0:2] & 0x0fc0) = %d and ip6[6] = 6)") % (dscp << 2, dscp << 6)
+    out = subprocess.run(["tcpdump", "-dd", "-y", "EN10MB", expr], check=True,
+                         capture_output=True, text=True).stdout
+    ins = [tuple(int(x, 0) for x in l.strip(" {},").split(","))
+           for l in out.splitlines() if l.startswith("{")]
+    return b"".join(struct.pack("HBBI", *i) for i in ins), len(ins)
+
+
+def frames(dev, secs, bpf=None, ready=None):
+    """Ethernet frames received on DEV (this netns) for SECS seconds, only
+    those BPF (a dscp_filter) passes if given; READY, a path, is created once
+    the socket listens."""
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
     rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+    if bpf:
+        prog = ctypes.create_string_buffer(bpf[0])
+        # struct sock_fprog { unsigned short len; struct sock_filter *filter; }
+        rx.setsockopt(socket.SOL_SOCKET, 26,  # SO_ATTACH_FILTER
+                      struct.pack("HL", bpf[1], ctypes.addressof(prog)))
     rx.bind((dev, 0))
     rx.settimeout(0.2)
+    if ready:
+        open(ready, "w").close()
     t_end = time.monotonic() + secs
     while time.monotonic() < t_end:
         try:
@@ -345,30 +371,36 @@ def hostile(argv):
     (an nftables rule dropping the probe DSCP before its hook)."""
     dev, secs = argv[0], float(argv[1])
     dscp = int(argv[argv.index("--dscp") + 1]) if "--dscp" in argv else 15
+    pdscp = int(argv[argv.index("--probe-dscp") + 1]) if "--probe-dscp" in argv else 11
+    ready = argv[argv.index("--ready") + 1] if "--ready" in argv else None
     tx = {socket.AF_INET: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW),
           socket.AF_INET6: socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)}
     frozen = {}
     sent = 0
-    for f in frames(dev, secs):
-        p = ip_tcp(f)
-        if not p:
-            continue
-        fam, src, dst, _, _, tcp = p
-        o = ours(tcp, 1)
-        if not o:
-            continue
-        nonce, snd_nxt, stack = o
-        sport, dport = struct.unpack("!HH", tcp[:4])
-        hdr = W.parse_payload(W.payload(T_RESPONSE, nonce, snd_nxt, stack))
-        hops = b""
-        for i, h in enumerate(hdr["hops"][:min(hdr["nhop"], MAX_HOPS)]):
-            txb = frozen.setdefault((sport, dport, i), h["txb"])
-            hops += W.hop(h["speed"], h["ts"], txb, 0)
-        pl = W.payload(T_RESPONSE, nonce, snd_nxt, W.int_stack(hdr["nhop"], hdr["path_id"], hops))
-        a = lambda b: socket.inet_ntop(fam, b)
-        tx[fam].sendto(W.tcp_packet(a(dst), a(src), dport, sport, dscp, pl), (a(src), 0))
-        sent += 1
-    print(json.dumps({"forged": sent}))
+    # SIGTERM (the caller, once its flow ended) ends the answers early.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        for f in frames(dev, secs, dscp_filter(pdscp), ready):
+            p = ip_tcp(f)
+            if not p:
+                continue
+            fam, src, dst, _, _, tcp = p
+            o = ours(tcp, 1)
+            if not o:
+                continue
+            nonce, snd_nxt, stack = o
+            sport, dport = struct.unpack("!HH", tcp[:4])
+            hdr = W.parse_payload(W.payload(T_RESPONSE, nonce, snd_nxt, stack))
+            hops = b""
+            for i, h in enumerate(hdr["hops"][:min(hdr["nhop"], MAX_HOPS)]):
+                txb = frozen.setdefault((sport, dport, i), h["txb"])
+                hops += W.hop(h["speed"], h["ts"], txb, 0)
+            pl = W.payload(T_RESPONSE, nonce, snd_nxt, W.int_stack(hdr["nhop"], hdr["path_id"], hops))
+            a = lambda b: socket.inet_ntop(fam, b)
+            tx[fam].sendto(W.tcp_packet(a(dst), a(src), dport, sport, dscp, pl), (a(src), 0))
+            sent += 1
+    finally:
+        print(json.dumps({"forged": sent}))
 
 
 def labels(argv):

@@ -180,7 +180,7 @@ ktap_check "dscp_equal_refused" t_dscp_equal
 # FLOW_STATS ALGO [hostile]: a 6 s flow through a 2-BDP buffer; prints
 # "drops retrans outsegs forged applied capped".
 flow_stats() {
-	local algo=$1 hostile=${2:-} port=5302 before_r before_o forged=0 a0 c0
+	local algo=$1 hostile=${2:-} port=5302 before_r before_o forged=0 a0 c0 liar=
 	intsw_topo_single buffer=50000 >/dev/null 2>&1 || return 1
 	if [ -n "$hostile" ]; then
 		# The module's own answer never happens: its probes are dropped
@@ -193,13 +193,23 @@ flow_stats() {
 				}
 			}
 		EOF
-		timeout 30 ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" hostile eth0 9 >"$OUT/hostile.json" 2>&1 &
+		# The flow starts once the liar listens and the liar answers until
+		# the flow has ended (python's start-up under TCG takes seconds,
+		# for the liar, the server and the sender alike); its socket
+		# filter passes probes only, so it keeps up however slow the VM.
+		rm -f "$OUT/liar.ready"
+		timeout 90 ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" hostile eth0 80 \
+			--probe-dscp "$DEF_PROBE_DSCP" --ready "$OUT/liar.ready" >"$OUT/hostile.json" 2>&1 &
+		liar=$!
+		for _ in $(seq 1 400); do [ -e "$OUT/liar.ready" ] && break; sleep 0.05; done
+		[ -e "$OUT/liar.ready" ] || return 1
 	fi
 	a0=$(hpcc_stat samples_applied)
 	c0=$(hpcc_stat telemetry_capped_by_delivery)
 	before_r=$(netns_nstat ${HPCC_NS}-s1 TcpRetransSegs)
 	before_o=$(netns_nstat ${HPCC_NS}-s1 TcpOutSegs)
 	send_mbps ${HPCC_NS}-s1 10.0.2.1 $port 6 --cc "$algo" >"$OUT/$algo$hostile.mbps"
+	[ -z "$liar" ] || kill -TERM "$liar"
 	wait
 	[ -n "$hostile" ] && forged=$("$PY" -c 'import json; print(json.load(open("'"$OUT/hostile.json"'"))["forged"])' 2>/dev/null)
 	echo "$(intsw_get ${HPCC_NS}-sw1 rcv drops) $(($(netns_nstat ${HPCC_NS}-s1 TcpRetransSegs) - before_r))" \
