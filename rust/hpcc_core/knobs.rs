@@ -46,7 +46,7 @@ macro_rules! knob_table {
                 "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows";
             expected_flows: H.expected_flows, "≥ 1",
                 "HPCC++ N of the W_ai rule of thumb";
-            wai_path: 0, "0, 1",
+            wai_path: 1, "0, 1",
                 "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
             rcv_count_us: 100_000, "0, 100 .. 10^6",
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
@@ -62,13 +62,13 @@ macro_rules! knob_table {
                 "largest INT hop count accepted in a response";
             telemetry: 1, "0, 1",
                 "1: send probes and use telemetry; 0: the fallback law only";
-            pacing_shift: 11, "0, 8 .. 16",
+            pacing_shift: 0, "0, 8 .. 16",
                 "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = from T: bursts of at most T/16, shift ceil(log2(16 s/T)) within 8 .. 16";
             pace_at_link_rate: 1, "0, 1",
                 "1: pace at most at the path's slowest INT link rate; 0: at W/T only";
             pace_srtt_cap_pct: 150, "0, 100 .. 1000",
                 "pace at most this percent of W per smoothed RTT (bursts near what W really delivers when the RTT is inflated); 0 = W/T only, the drafts";
-            path_cap_pct: 0, "0 .. 1000",
+            path_cap_pct: 100, "0 .. 1000",
                 "bound W by this percent of the path's BDP min(B_j)*T; 0 = none, the drafts";
             window_validation: 1, "0, 1",
                 "1: an update does not raise W above twice the most bytes in flight since the last sample (plus the minimum window), or Wc; decreases unaffected; 0: the drafts";

@@ -50,15 +50,18 @@ fn init_starts_at_the_initial_window_paced_at_w_over_t() {
     let (_, d) = SockCtl::init(&k, &c, false);
     let segs = k.init_window_bytes / MSS;
     assert_eq!((d.cwnd, d.ssthresh), (segs, segs));
-    assert_eq!(d.pacing_shift, 11);
+    // The default TSO burst follows T (1 ms: at most 62.5 us, 2^-14 s).
+    assert_eq!(d.pacing_shift, 14);
+    let k11 = Knobs { pacing_shift: 11, ..k };
+    assert_eq!(SockCtl::init(&k11, &c, false).1.pacing_shift, 11);
     // W/T of a new flow (65536 B per 1 ms), below the srtt cap (150%).
     assert_eq!(d.pacing_rate, 65_536_000);
     // A running connection that switches keeps its smaller window.
     let (_, d) = SockCtl::init(&k, &Conn { cwnd: 3, ..c }, true);
     assert_eq!(d.cwnd, 3);
-    // Without telemetry: TCP's 120% of cwnd per srtt; shift 0 follows T
-    // (1 ms: bursts of at most 62.5 us, 2^-14 s).
-    let k0 = Knobs { telemetry: 0, pacing_shift: 0, ..k };
+    // Without telemetry: TCP's 120% of cwnd per srtt; the shift still
+    // follows T.
+    let k0 = Knobs { telemetry: 0, ..k };
     let (_, d) = SockCtl::init(&k0, &c, false);
     assert_eq!(d.pacing_rate, u64::from(segs * MSS) * 120 / 100 * 1000);
     assert_eq!(d.pacing_shift, 14);
@@ -66,20 +69,22 @@ fn init_starts_at_the_initial_window_paced_at_w_over_t() {
 
 #[test]
 fn pacing_shift_zero_keeps_bursts_within_a_sixteenth_of_t() {
-    let k = Knobs { pacing_shift: 0, ..Knobs::DEFAULT };
+    let k = Knobs::DEFAULT;
+    assert_eq!(k.pacing_shift, 0, "the default follows T");
+    let k11 = Knobs { pacing_shift: 11, ..k };
     for (t_ns, want) in [(2_000_000, 13), (1_000_000, 14), (100_000_000, 8), (20_000, 16), (244_140, 16), (250_000, 16)] {
         let s = pacing_shift(&k, t_ns);
         assert_eq!(s, want, "T = {t_ns} ns");
         assert!((1_000_000_000u64 >> s) <= t_ns / 16 || s == 16, "T = {t_ns} ns: burst {} ns", 1_000_000_000u64 >> s);
         assert!(s == 8 || (1_000_000_000u64 >> (s - 1)) > t_ns / 16, "T = {t_ns} ns: not the smallest");
     }
-    assert_eq!(pacing_shift(&Knobs::DEFAULT, 2_000_000), 11, "the knob when set");
+    assert_eq!(pacing_shift(&k11, 2_000_000), 11, "the knob when set");
     // On ACKs: only when it follows T, from the flow's T once it has one.
     let c = conn(1_000_000, 40);
     let (mut s, _) = SockCtl::init(&k, &c, false);
     assert_eq!(s.on_ack(&k, &c, Some(&sample(1, 1000)), None).pacing_shift, Some(14));
-    let (mut s2, _) = SockCtl::init(&Knobs::DEFAULT, &c, false);
-    assert_eq!(s2.on_ack(&Knobs::DEFAULT, &c, Some(&sample(1, 1000)), None).pacing_shift, None);
+    let (mut s2, _) = SockCtl::init(&k11, &c, false);
+    assert_eq!(s2.on_ack(&k11, &c, Some(&sample(1, 1000)), None).pacing_shift, None);
     let mut f = FlowCtl::new(&k, &Conn { min_rtt_us: 2000, ..c }).unwrap();
     let sfc = SfcState::default();
     let d = s.on_ack(&k, &Conn { min_rtt_us: 2000, ..c }, Some(&sample(1, 1000)), Some((&mut f, None, &sfc)));
@@ -163,7 +168,17 @@ fn probes_every_interval_with_data_in_flight() {
 /// returns the controller state and the decisions.
 #[test]
 fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
-    let k = Knobs::DEFAULT;
+    // The drafts' law without the path cap: W grows by its bounded step.
+    let w = fresh_telemetry(&Knobs { path_cap_pct: 0, ..Knobs::DEFAULT });
+    assert!(w > 65_536 && w <= 65_536 * 110 / 100 + 1, "W {w}");
+    // The defaults bound W by the path's BDP, B·T (12500 B at 1 ms).
+    assert_eq!(fresh_telemetry(&Knobs::DEFAULT), (B * u64::from(T_US) / 1_000_000) as u32);
+}
+
+/// Two samples, the second of a half-loaded path (U = 0.5 < eta); the
+/// decisions checked on the way; returns W after the update.
+fn fresh_telemetry(k: &Knobs) -> u32 {
+    let k = *k;
     let c0 = conn(1_000_000, 45);
     let (mut s, _) = SockCtl::init(&k, &c0, false);
     let mut f = FlowCtl::new(&k, &c0).unwrap();
@@ -183,7 +198,6 @@ fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
     assert!(d.notes.has(Note::HpccAck) && d.notes.has(Note::SampleApplied), "{:?}", d.notes);
     let w = f.law().window_bytes();
     assert_eq!(d.cwnd, w.div_ceil(MSS));
-    assert!(w > 65_536 && w <= 65_536 * 110 / 100 + 1, "W {w}");
     assert_eq!(d.pacing_rate, f.pacing_rate(&k, c1.srtt_us));
     assert_eq!(d.trace.unwrap().event, 3, "the first update commits");
     // Fresh for 8 probe intervals, then the fallback takes over.
@@ -192,11 +206,13 @@ fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
     assert!(d.notes.has(Note::HpccAck));
     let d = s.on_ack(&k, &at(8_000_001), None, Some((&mut f, None, &sfc)));
     assert!(d.notes.has(Note::FallbackAck));
+    w
 }
 
 #[test]
 fn telemetry_never_raises_a_reduction_nor_passes_the_delivery_bound() {
-    let k = Knobs::DEFAULT;
+    // No path cap, so that the idle path's W is large.
+    let k = Knobs { path_cap_pct: 0, ..Knobs::DEFAULT };
     let c = conn(1_000_000, 45);
     let (mut s, _) = SockCtl::init(&k, &c, false);
     let mut f = FlowCtl::new(&k, &c).unwrap();
