@@ -72,10 +72,10 @@ if [ "${FCT:-1}" = 1 ]; then
 fi
 
 # A late joiner (bench_lib.sh bench_join): 3 flows, a 4th joins 2 s in,
-# hpcc and dctcp. JOIN=1 runs it (not yet by default).
+# hpcc and dctcp (JOIN=0 leaves it out).
 JOIN_JSON=$RESULTS/join.jsonl
 : >"$JOIN_JSON"
-if [ "${JOIN:-0}" = 1 ]; then
+if [ "${JOIN:-1}" = 1 ]; then
 	for algo in hpcc dctcp; do
 		echo "bench: late joiner, $algo" >&2
 		bench_join "$algo" 6 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$JOIN_JSON" ||

@@ -6,7 +6,9 @@
                         writes DIR/bench_summary.png and DIR/bench_queue.png
 
 DIR/fct.jsonl, if there, gives DIR/bench_fct.png: the short flows' FCT
-slowdown (p50, with the p90) per size and algorithm.
+slowdown (p50, with the p90) per size and algorithm. DIR/join.jsonl, if
+there, gives DIR/bench_join.png: Jain's index over the 4 flows after a late
+joiner, per algorithm, against base RTTs since the join.
 
 bench_summary.png: utilization, p99 queue (fraction of BDP) and drops per
 algorithm, for 1 and 4 flows. bench_queue.png: the bottleneck's backlog over
@@ -80,6 +82,34 @@ def main(d):
     fig.savefig(os.path.join(d, "bench_queue.png"), dpi=110)
     print(f"wrote {d}/bench_summary.png and {d}/bench_queue.png")
     fct(d)
+    join(d)
+
+
+def join(d):
+    path = os.path.join(d, "join.jsonl")
+    if not os.path.exists(path):
+        return
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    for r in rows:
+        first = "never" if r["jain_rtts"] is None else f'{r["jain_rtts"]} RTTs'
+        ax.plot(range(len(r["jain"])), r["jain"], color=COLORS.get(r["algo"], "gray"), linewidth=1,
+                label=f'{r["algo"]}: Jain >= 0.95 after {first}, util {r["util"]:.2f}, '
+                      f'queue p50 {r["q_p50_bdp"] or 0:.3f} BDP')
+    ax.axhline(0.95, color="gray", linewidth=0.6, linestyle="--")
+    ax.axvline(50, color="gray", linewidth=0.6, linestyle=":")
+    ax.set_xlabel("base RTTs since the join (start of a 10-RTT window)")
+    ax.set_ylabel("Jain's index, 4 flows")
+    ax.set_ylim(0, 1.02)
+    r0 = rows[0]
+    ax.set_title(f'{r0["incumbents"]} flows running, one joins: B = {r0["rate_mbit"]} Mbit/s, '
+                 f'base RTT {r0["rtt_us"]} us', fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "bench_join.png"), dpi=110)
+    print(f"wrote {d}/bench_join.png")
 
 
 def fct(d):
