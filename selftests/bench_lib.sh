@@ -259,6 +259,10 @@ bench_scenario() {
 	fi
 	local moved=""
 	if [ "$topo" = parallel ]; then
+		# Half way through the flow: from its connection, not from the
+		# sender's start (python's start-up under TCG takes seconds, and
+		# the route must not move before the flow has run on path a).
+		_bench_wait_file "${started[0]}" "$secs"
 		sleep "$(echo "$secs / 2" | bc -l)"
 		local sa
 		intsw_route b
