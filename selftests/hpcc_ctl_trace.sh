@@ -102,7 +102,7 @@ ip netns exec ${HPCC_NS}-s2 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/c.ready" "
 C=$!
 ip netns exec ${HPCC_NS}-s2 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/b.ready" "$OUT/go" 0.6 hpcc:2.5 >"$OUT/b.out" 2>&1 &
 B=$!
-for _ in $(seq 1 600); do [ -e "$OUT/a.ready" ] && [ -e "$OUT/b.ready" ] && [ -e "$OUT/c.ready" ] && break; sleep 0.05; done
+wait_files 30 "$OUT/a.ready" "$OUT/b.ready" "$OUT/c.ready"
 touch "$OUT/go"
 wait $A $B $C
 sleep 0.5

@@ -201,8 +201,7 @@ flow_stats() {
 		timeout 90 ip netns exec ${HPCC_NS}-rcv "$PY" "$FLOW" hostile eth0 80 \
 			--probe-dscp "$DEF_PROBE_DSCP" --ready "$OUT/liar.ready" >"$OUT/hostile.json" 2>&1 &
 		liar=$!
-		for _ in $(seq 1 400); do [ -e "$OUT/liar.ready" ] && break; sleep 0.05; done
-		[ -e "$OUT/liar.ready" ] || return 1
+		wait_files 20 "$OUT/liar.ready" || return 1
 	fi
 	a0=$(hpcc_stat samples_applied)
 	c0=$(hpcc_stat telemetry_capped_by_delivery)

@@ -251,6 +251,18 @@ wait_listening() {
 	return 1
 }
 
+# wait_files SECS FILE...: until every FILE exists (a process's "ready"
+# mark), at most SECS seconds; 1 if one is still missing.
+wait_files() {
+	local secs=$1 f _
+	shift
+	for _ in $(seq 1 $((secs * 20))); do
+		for f in "$@"; do [ -e "$f" ] || { sleep 0.05; continue 2; }; done
+		return 0
+	done
+	return 1
+}
+
 # hpcc_stats: tcp_hpcc's counters (/proc/net/hpcc_stat, one file per
 # netns) summed over this netns and every one of this test run, as "name
 # value" lines.

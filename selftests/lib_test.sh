@@ -59,7 +59,7 @@ expect() { # expect NAME OUTPUT REGEX [calls of check] [calls of ref] [calls of 
 
 ktap_print_header
 
-ktap_set_plan 9
+ktap_set_plan 11
 
 out=$(case_run "80" "pass")
 expect slow_host_skips_without_running_the_check "$out" \
@@ -90,5 +90,19 @@ expect rerun_sets_what_the_check_reads "$out" '^ok 1 inner$' "" 2 1
 
 out=$(case_run "92 91" "fail fail" stub_check stub_rerun)
 expect rerun_output_is_logged "$out" '^# rerun output$'
+
+# wait_files: returns once every file exists, 1 after SECS otherwise.
+t_wait_files_all_present() {
+	rm -f "$tmp"/r1 "$tmp"/r2
+	(sleep 0.3; touch "$tmp/r1"; sleep 0.3; touch "$tmp/r2") &
+	wait_files 5 "$tmp/r1" "$tmp/r2" && [ -e "$tmp/r2" ]
+}
+t_wait_files_times_out() {
+	rm -f "$tmp"/r1 "$tmp"/r3
+	touch "$tmp/r1"
+	! wait_files 1 "$tmp/r1" "$tmp/r3"
+}
+ktap_check "wait_files_returns_once_all_exist" t_wait_files_all_present
+ktap_check "wait_files_fails_when_one_is_missing" t_wait_files_times_out
 
 ktap_finished
