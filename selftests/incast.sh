@@ -23,7 +23,8 @@
 # than two base RTTs after the first byte was sent), q_p50_bdp, q_p99_bdp
 # (the port's backlog seen by arriving packets from the second base RTT of
 # the incast to its end), q_max_bdp, completion_ms (first byte sent to last
-# byte received), ideal_ms (all bytes at B plus one base RTT), util (the
+# byte received), start_spread_ms (first to last sender's first byte: the
+# senders share the guest's CPU), ideal_ms (all bytes at B plus one base RTT), util (the
 # port's departures over the incast, first arrival to last departure),
 # signals_sent (by the port), signals_applied (by the senders' modules,
 # applied at once or on the next ACK), sfc_rejected (received but not

@@ -494,8 +494,14 @@ impl FlowCtl {
             let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
             let eta = self.params.config().eta_ppm;
             let w = self.law.window_bytes();
-            let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns);
+            let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns, self.rcv_flows);
             self.law.cut(&self.params, cut);
+            if self.rcv_flows == 0 {
+                // The count may come with the first response: it still
+                // applies within the longest pause and two T after.
+                let reach = u64::from(k.sfc_max_pause_us).saturating_mul(1000).saturating_add(2 * self.base_rtt_ns);
+                self.sfc_cut.await_count(rate, c.now_ns.saturating_add(reach));
+            }
             self.last_update_ns = c.now_ns;
             notes.add(Note::SfcWindowCut);
         }
@@ -544,6 +550,12 @@ impl FlowCtl {
             Event::PathChanged => Note::SamplePathChanged,
             Event::Stale(_) => Note::SampleStale,
         });
+        let eta = self.params.config().eta_ppm;
+        if let Some(w) = self.sfc_cut.on_count(self.law.window_bytes(), self.rcv_flows, self.base_rtt_ns, eta, 0, c.now_ns) {
+            self.law.cut(&self.params, w);
+            self.last_update_ns = c.now_ns;
+            notes.add(Note::SfcWindowCut);
+        }
         let qlen = stack.hops().get(usize::from(o.hop)).map_or(0, |h| {
             let shift = wire::rate_info(h.rate).map_or(0, |r| r.unit_shift);
             u64::from(h.qlen).checked_shl(shift).unwrap_or(u64::MAX)
@@ -581,11 +593,13 @@ impl FlowCtl {
         if k.pacing_shift == 0 {
             d.pacing_shift = Some(pacing_shift(k, self.base_rtt_ns));
         }
-        d.take_pause = self.on_sfc(k, c, sfc, &mut d.notes);
         self.max_in_flight = self.max_in_flight.max(c.in_flight).max(prior_in_flight);
+        // The response first: a signal on the same ACK then knows the
+        // receiver's flow count.
         if let Some(r) = response {
             d.trace = self.on_response(k, c, r, &mut d.notes);
         }
+        d.take_pause = self.on_sfc(k, c, sfc, &mut d.notes);
         let interval = self.probe_interval_ns(k, c.srtt_us);
         d.probe = c.packets_out > 0 && self.probe_due(k, c);
         let fresh = self.last_update_ns != 0

@@ -519,23 +519,43 @@ impl Rules {
 /// `eta · B·T / (B·T + q)`, so that together they carry `eta·B·T`, as the
 /// law's multiplicative step would with `U = (B·T + q) / (B·T)`.
 ///
+/// That step assumes the senders' windows add up to `B·T + q`. In an
+/// incast they add up to far more: the excess was dropped at the full
+/// buffer or waits in the senders' own queues while they pause, and the
+/// queue, bounded by the buffer, no longer shows it. With `n` flows at
+/// the receiver (its count, draft-miao-rtgwg-hpccplus section 6.3.2,
+/// carried by every response) the cut is also at most the flow's share,
+/// `eta·B·T / n`: without it the paused senders resume together with
+/// windows that add up to several buffers, and the queue overflows again.
+///
 /// Several signals within one RTT (one per suppression window, or from
 /// several switches) do not compound: a cut within `T` of the previous
 /// one applies to the window the previous cut started from, and only if
 /// it is deeper.
+///
+/// The first signals of an incast come before the flow's first response,
+/// so before it knows the count: [`WindowCut::await_count`] keeps the
+/// port's rate for a while, and the count that then arrives cuts W to the
+/// share once ([`WindowCut::on_count`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WindowCut {
     /// The window the current round of cuts started from (0: none yet).
     ref_w: u32,
     /// End of the current round, ns.
     until_ns: u64,
+    /// A cut without the count: the signalling port's rate, bit/s.
+    uncounted_rate_bps: u64,
+    /// Until when a count that arrives still applies to it, ns (0: none).
+    uncounted_until_ns: u64,
 }
 
 impl WindowCut {
     /// The window after a signal at `now_ns` reporting `qlen` bytes at a
     /// port of `rate_bps`, for a flow at window `w` with base RTT
-    /// `base_rtt_ns` and target utilization `eta_ppm`, never below
-    /// `min_w` nor above `w`. Bytes throughout.
+    /// `base_rtt_ns` and target utilization `eta_ppm`, one of `flows` at
+    /// its receiver (0: unknown), never below `min_w` nor above `w`.
+    /// Bytes throughout.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_signal(
         &mut self,
         w: u32,
@@ -545,6 +565,7 @@ impl WindowCut {
         eta_ppm: u32,
         min_w: u32,
         now_ns: u64,
+        flows: u16,
     ) -> u32 {
         let reference = if self.ref_w != 0 && now_ns < self.until_ns {
             self.ref_w
@@ -553,16 +574,59 @@ impl WindowCut {
             self.until_ns = now_ns.saturating_add(base_rtt_ns);
             w
         };
-        // B·T in bytes (capped at 2^43, 8 TB); u128 products, 64-bit-only
-        // divisions: W_ref·B·T/(B·T + q) is exact to the byte (floor).
-        let bdp = div_wide(mul_wide(rate_bps / 8, base_rtt_ns), 1_000_000_000).unwrap_or(u64::MAX).min(1 << 43);
+        // u128 products, 64-bit-only divisions: W_ref·B·T/(B·T + q) is
+        // exact to the byte (floor).
+        let bdp = bdp_bytes(rate_bps, base_rtt_ns);
         let carried = div_wide(mul_wide(u64::from(reference), bdp), bdp.saturating_add(u64::from(qlen)).max(1))
             .unwrap_or(0);
         // carried ≤ reference < 2^32 and eta ≤ 10^6 < 2^20: no overflow.
-        let cut = carried.saturating_mul(u64::from(eta_ppm.min(ETA_SCALE))) / u64::from(ETA_SCALE);
+        let eta = u64::from(eta_ppm.min(ETA_SCALE));
+        let mut cut = carried.saturating_mul(eta) / u64::from(ETA_SCALE);
+        if let Some(share) = share_bytes(rate_bps, base_rtt_ns, eta_ppm, flows) {
+            cut = cut.min(share);
+        }
         let cut = u32::try_from(cut).unwrap_or(u32::MAX);
         cut.max(min_w).min(w)
     }
+}
+
+impl WindowCut {
+    /// The last cut did not know the receiver's flow count: a count that
+    /// arrives before `until_ns` cuts W to the share of a port of
+    /// `rate_bps`.
+    pub fn await_count(&mut self, rate_bps: u64, until_ns: u64) {
+        self.uncounted_rate_bps = rate_bps;
+        self.uncounted_until_ns = until_ns;
+    }
+
+    /// The receiver's count `flows` arrived at `now_ns`: the window for a
+    /// flow at `w` if a cut awaited it (once), never below `min_w` nor
+    /// above `w`; `None` if none did, or too long ago.
+    pub fn on_count(&mut self, w: u32, flows: u16, base_rtt_ns: u64, eta_ppm: u32, min_w: u32, now_ns: u64) -> Option<u32> {
+        if flows == 0 || self.uncounted_until_ns == 0 {
+            return None;
+        }
+        let until = core::mem::take(&mut self.uncounted_until_ns);
+        if now_ns >= until {
+            return None;
+        }
+        let share = share_bytes(self.uncounted_rate_bps, base_rtt_ns, eta_ppm, flows)?;
+        Some(u32::try_from(share).unwrap_or(u32::MAX).max(min_w).min(w))
+    }
+}
+
+/// B·T in bytes, capped at 2^43 (8 TB).
+fn bdp_bytes(rate_bps: u64, base_rtt_ns: u64) -> u64 {
+    div_wide(mul_wide(rate_bps / 8, base_rtt_ns), 1_000_000_000).unwrap_or(u64::MAX).min(1 << 43)
+}
+
+/// One of `flows` flows' share of a port of `rate_bps` that the senders
+/// keep at `eta_ppm` of B·T: `eta·B·T / flows` bytes; `None` while the
+/// count is unknown (0).
+pub fn share_bytes(rate_bps: u64, base_rtt_ns: u64, eta_ppm: u32, flows: u16) -> Option<u64> {
+    // B·T < 2^43 and eta ≤ 10^6 < 2^20: no overflow.
+    let eta = u64::from(eta_ppm.min(ETA_SCALE));
+    (bdp_bytes(rate_bps, base_rtt_ns).saturating_mul(eta) / u64::from(ETA_SCALE)).checked_div(u64::from(flows))
 }
 
 /// A flow as the egress hook sees an outgoing packet: L4 protocol,
@@ -922,29 +986,66 @@ mod tests {
     fn cut_brings_the_window_to_what_the_port_carries() {
         let mut c = WindowCut::default();
         // Queue of 3 BDP: cut to eta/4.
-        let w = c.on_signal(100_000, 75_000, RATE, T, 950_000, 1448, 0);
+        let w = c.on_signal(100_000, 75_000, RATE, T, 950_000, 1448, 0, 0);
         assert!((23_740..=23_750).contains(&w), "{w}");
         // No queue: only eta.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(100_000, 0, RATE, T, 950_000, 1448, 0), 95_000);
+        assert_eq!(c.on_signal(100_000, 0, RATE, T, 950_000, 1448, 0, 0), 95_000);
         // Never below min, never above w.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(10_000, u32::MAX, RATE, T, 950_000, 1448, 0), 1448);
+        assert_eq!(c.on_signal(10_000, u32::MAX, RATE, T, 950_000, 1448, 0, 0), 1448);
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(1000, 0, RATE, T, 1_000_000, 1448, 0), 1000);
+        assert_eq!(c.on_signal(1000, 0, RATE, T, 1_000_000, 1448, 0, 0), 1000);
+    }
+
+    #[test]
+    fn cut_is_at_most_the_share_of_the_receivers_flows() {
+        // 16:1 incast: 64 KiB windows, a full 4-BDP buffer. The queue alone
+        // cuts each to 12.4 kB, 16 of which are 8 BDP: they would overflow
+        // the buffer again when their pauses end together.
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 0), 12_451);
+        // Knowing the receiver's 17 flows: eta·B·T/17, 1,397 B, so the
+        // window's floor.
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 17), 1448);
+        // Two flows: the share, 11,875 B, is below the queue's cut.
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 2), 11_875);
+        // One flow: eta·B·T (23,750 B), below the queue's cut (31,129 B).
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 0), 31_129);
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 1), 23_750);
+    }
+
+    #[test]
+    fn a_count_after_an_uncounted_cut_applies_once_and_in_reach() {
+        let mut c = WindowCut::default();
+        assert_eq!(c.on_count(20_000, 4, T, 950_000, 1448, 0), None, "no cut awaited it");
+        c.await_count(RATE, 10);
+        assert_eq!(c.on_count(20_000, 0, T, 950_000, 1448, 5), None, "no count yet");
+        assert_eq!(c.on_count(20_000, 4, T, 950_000, 1448, 5), Some(5937));
+        assert_eq!(c.on_count(20_000, 4, T, 950_000, 1448, 6), None, "once");
+        c.await_count(RATE, 10);
+        assert_eq!(c.on_count(20_000, 4, T, 950_000, 1448, 10), None, "out of reach");
+        c.await_count(RATE, 10);
+        assert_eq!(c.on_count(3000, 100, T, 950_000, 1448, 0), Some(1448), "floor");
+        c.await_count(RATE, 10);
+        assert_eq!(c.on_count(3000, 1, T, 950_000, 1448, 0), Some(3000), "never raises W");
     }
 
     #[test]
     fn signals_within_one_rtt_do_not_compound() {
         let mut c = WindowCut::default();
-        let w1 = c.on_signal(100_000, 25_000, RATE, T, 1_000_000, 1448, 0);
+        let w1 = c.on_signal(100_000, 25_000, RATE, T, 1_000_000, 1448, 0, 0);
         assert_eq!(w1, 50_000);
         // A second, equal signal within T: no further cut.
-        assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2), 50_000);
+        assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2, 0), 50_000);
         // A deeper one within T: cut from the round's reference (100 kB).
-        assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1), 25_000);
+        assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1, 0), 25_000);
         // After T, a new round starts from the current window.
-        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T), 12_500);
+        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0), 12_500);
     }
 
     #[test]
@@ -954,8 +1055,10 @@ mod tests {
             for &q in &[0, 1, u32::MAX] {
                 for &r in &[0, 1, u64::MAX] {
                     for &t in &[0, 1, u64::MAX] {
-                        let x = c.on_signal(w, q, r, t, u32::MAX, 0, u64::MAX);
-                        assert!(x <= w);
+                        for &n in &[0, 1, u16::MAX] {
+                            let x = c.on_signal(w, q, r, t, u32::MAX, 0, u64::MAX, n);
+                            assert!(x <= w);
+                        }
                     }
                 }
             }

@@ -279,6 +279,102 @@ fn an_sfc_signal_asks_for_the_pause_once_and_cuts_w() {
 }
 
 #[test]
+fn an_sfc_cut_knows_the_receivers_flow_count() {
+    // An incast: the receiver counts 4 flows (its responses say so), and
+    // the path cap has set W to B·T (12.5 kB). A queue of half a BDP
+    // alone would cut W to eta/1.5 of it (7.9 kB), and four such windows
+    // are 2.5 BDP; with the count, the flow keeps at most its share,
+    // eta·B·T/4.
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let mut r1 = int(1_000_000, 0, 0);
+    wire::set_rcv_flows(&mut r1, 4);
+    let sfc = SfcState::default();
+    s.on_ack(&k, &c, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &sfc)));
+    let w0 = f.law().window_bytes();
+    let bdp = (B * u64::from(T_US) / 1_000_000) as u32;
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let d = s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
+    assert!(d.take_pause && d.notes.has(Note::SfcWindowCut));
+    let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 4) as u32;
+    assert!(share > k.hpcc(MSS, 1_000_000).min_window_bytes);
+    assert_eq!(f.law().window_bytes(), share, "from {w0}");
+}
+
+/// A flow at W = B·T (the path cap after a first response that carried
+/// no count) and the half-BDP signal of `an_sfc_cut_knows_the_receivers_
+/// flow_count`.
+fn capped_flow(k: &Knobs) -> (SockCtl, FlowCtl, Conn, u32) {
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(k, &c, false);
+    let mut f = FlowCtl::new(k, &c).unwrap();
+    let r1 = int(1_000_000, 0, 0);
+    s.on_ack(k, &c, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &SfcState::default())));
+    let bdp = (B * u64::from(T_US) / 1_000_000) as u32;
+    assert_eq!(f.law().window_bytes(), bdp);
+    (s, f, c, bdp)
+}
+
+#[test]
+fn a_count_that_arrives_after_an_sfc_cut_still_applies() {
+    // In an incast the first signals come before any response: the cut
+    // then knows only the queue. The first response with the receiver's
+    // count (4) within the signal's reach brings W to the share.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
+    assert_eq!(f.law().window_bytes(), bdp * 95 / 150, "the queue's cut");
+    let mut r2 = int(3_000_000, B / 1000, bdp as u64 / 2);
+    wire::set_rcv_flows(&mut r2, 4);
+    let at = Conn { now_ns: 3_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 3_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    assert!(d.notes.has(Note::SfcWindowCut));
+    let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 4) as u32;
+    assert_eq!(f.law().window_bytes(), share);
+    // Once: a later count does not cut again (the law goes on).
+    let mut r3 = int(4_000_000, 2 * B / 1000, 0);
+    wire::set_rcv_flows(&mut r3, 8);
+    let at = Conn { now_ns: 4_000_000, snd_nxt: 1 + 90 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 4_000_000, snd_nxt: 1 + 90 * MSS, int: &r3 }), &sig)));
+    assert!(!d.notes.has(Note::SfcWindowCut));
+}
+
+#[test]
+fn a_count_long_after_the_signal_does_not_cut() {
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
+    let w = f.law().window_bytes();
+    // Past the longest pause and two T: the signal's congestion is old.
+    let late = 1_000_100 + u64::from(k.sfc_max_pause_us) * 1000 + 2 * 1_000_000 + 1;
+    let mut r2 = int(late, B / 1000, 0);
+    wire::set_rcv_flows(&mut r2, 4);
+    let at = Conn { now_ns: late, snd_nxt: 1 + 45 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: late, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    assert!(!d.notes.has(Note::SfcWindowCut));
+    let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 4) as u32;
+    assert!(f.law().window_bytes() > share, "{} (was {w})", f.law().window_bytes());
+}
+
+#[test]
+fn a_signal_and_a_count_on_one_ack_cut_to_the_share() {
+    // The response is read before the signal: the cut knows the count.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let mut r2 = int(2_000_000, B / 1000, bdp as u64 / 2);
+    wire::set_rcv_flows(&mut r2, 4);
+    let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 4) as u32;
+    assert_eq!(f.law().window_bytes(), share);
+}
+
+#[test]
 fn t_follows_the_minimum_rtt_unless_set() {
     let k = Knobs::DEFAULT;
     let c = conn(1_000_000, 45);

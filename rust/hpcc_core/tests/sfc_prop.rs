@@ -1,7 +1,9 @@
 //! SFC in the core against f64 references and under random input:
 //!
 //! * the window cut ([`WindowCut::on_signal`]) equals
-//!   `max(min, min(W, W_ref · eta · B·T / (B·T + q)))` computed in f64,
+//!   `max(min, min(W, W_ref · eta · B·T / (B·T + q), eta · B·T / n)))`
+//!   (the last term only when the receiver's flow count `n` is known)
+//!   computed in f64,
 //!   within 2 bytes (two floors), over random rates, RTTs, queues and
 //!   signal times, and a round of signals never cuts below the deepest
 //!   single cut from the round's reference (no compounding);
@@ -17,9 +19,13 @@ use hpcc_core::sfc::{self, Acl, FlowKey, PauseTable, Signal, TokenBucket, Window
 use std::collections::HashMap;
 use hpcc_ref::gen::Rng;
 
-fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64) -> f64 {
+#[allow(clippy::too_many_arguments)]
+fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64, n: f64) -> f64 {
     let bdp = (rate_bps / 8.0 * t_ns / 1e9).floor().min((1u64 << 43) as f64);
-    let cut = if bdp + q > 0.0 { w_ref * eta * bdp / (bdp + q) } else { 0.0 };
+    let mut cut = if bdp + q > 0.0 { w_ref * eta * bdp / (bdp + q) } else { 0.0 };
+    if n > 0.0 {
+        cut = cut.min(eta * bdp / n);
+    }
     cut.min(u32::MAX as f64).max(min_w).min(w)
 }
 
@@ -40,12 +46,13 @@ fn window_cut_matches_f64_reference() {
         for _ in 0..50 {
             now += rng.range(0, 2 * t);
             let q = rng.log_uniform(1.0, 4e9) as u32;
+            let n = if rng.chance(0.5) { 0 } else { rng.range(1, 2000) as u16 };
             if round_ref == 0 || now >= round_end {
                 round_ref = w;
                 round_end = now + t;
             }
-            let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now);
-            let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64);
+            let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now, n);
+            let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64, n as f64);
             let err = (got as f64 - want).abs();
             assert!(err <= 2.0 + want * 1e-12, "case {case}: got {got}, want {want}");
             worst = worst.max(err);
@@ -71,8 +78,8 @@ fn a_round_of_signals_cuts_no_deeper_than_its_deepest_signal() {
         for i in 0..rng.range(1, 20) {
             let q = rng.range(0, 1_000_000) as u32;
             let mut single = WindowCut::default();
-            deepest = deepest.min(single.on_signal(w0, q, rate, t, 950_000, 1448, 0));
-            w = c.on_signal(w, q, rate, t, 950_000, 1448, i * (t / 20));
+            deepest = deepest.min(single.on_signal(w0, q, rate, t, 950_000, 1448, 0, 4));
+            w = c.on_signal(w, q, rate, t, 950_000, 1448, i * (t / 20), 4);
         }
         assert_eq!(w, deepest);
     }
