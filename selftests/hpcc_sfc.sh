@@ -7,7 +7,8 @@
 # 100 kB; the switch signals at 20 kB:
 #
 #  1. off by default: sfc_enable 0 and an empty sfc_acl; every signal is
-#     counted as disabled, none applied;
+#     counted as disabled, none applied; and (1b) the flow carries what it
+#     carries with the switch silent (within 5%);
 #  2. enabled with the switch in sfc_acl: signals pause the flow (applied
 #     or deferred to the next ACK) and cut its window;
 #  3. spoofed and malformed signals, injected by a raw socket while the
@@ -48,7 +49,7 @@ require_tools ip tc bpftool python3 modprobe
 
 ktap_print_header
 
-ktap_set_plan 8
+ktap_set_plan 9
 mkdir -p "$OUT"
 cleanup() {
 	echo 0 >"$P/sfc_enable" 2>/dev/null
@@ -108,6 +109,23 @@ t_default_off() {
 }
 ktap_check "disabled_by_default_counts_and_ignores" t_default_off
 Q_OFF=$(intsw_get ${HPCC_NS}-sw1 rcv qlen_p99_bytes)
+
+# 1b. Disabled, the signals change nothing: the same flow with the switch
+# silent carries the same bytes (within 5%).
+sent_bytes() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["bytes"])' "$1"; }
+t_disabled_matches_silent() {
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
+	intsw_reset ${HPCC_NS}-sw1 rcv
+	flow silent 3 || return 1
+	local sent a b
+	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
+	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
+	a=$(sent_bytes "$OUT/off.send") && b=$(sent_bytes "$OUT/silent.send") || return 1
+	echo "signals disabled: $a bytes in 3 s; switch silent ($sent signals): $b bytes"
+	[ "$sent" -eq 0 ] &&
+		python3 -c 'import sys; a, b = map(int, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.05 * b else 1)' "$a" "$b"
+}
+ktap_check_v "disabled_run_matches_a_silent_switch" t_disabled_matches_silent
 
 # 2. Enabled for the switch's address.
 t_enabled() {
