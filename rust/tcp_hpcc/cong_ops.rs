@@ -230,10 +230,10 @@ unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
 
 unsafe extern "C" fn hpcc_ssthresh(sk: *mut bindings::sock) -> u32 {
     with_sock(sk, 2, |tp| {
-        let (k, cwnd) = (params::knobs(), tp.cwnd());
-        let ssthresh = tp.ca::<CaState>().ctl.ssthresh(&k, cwnd);
+        let (k, c) = (params::knobs(), conn(tp, now_ns()));
+        let ssthresh = tp.ca::<CaState>().ctl.ssthresh(&k, &c);
         if ctl_tracing() {
-            let mut r = ctl_rec(cr::HOOK_SSTHRESH, &conn(tp, now_ns()), 0);
+            let mut r = ctl_rec(cr::HOOK_SSTHRESH, &c, 0);
             r.out_ssthresh = ssthresh;
             tp.trace_ctl(&r);
         }

@@ -122,7 +122,7 @@ fn without_telemetry_the_fallback_runs() {
 fn loss_and_undo() {
     let k = Knobs::DEFAULT;
     let (mut s, _) = SockCtl::init(&k, &conn(0, 10), false);
-    assert_eq!(s.ssthresh(&k, 100), 100 * 717 / 1024);
+    assert_eq!(s.ssthresh(&k, &conn(0, 100)), 100 * 717 / 1024);
     assert_eq!(s.undo_cwnd(70), 100, "undo restores the window before the loss");
     assert_eq!(s.undo_cwnd(120), 120);
 }
@@ -340,6 +340,28 @@ fn a_count_that_arrives_after_an_sfc_cut_still_applies() {
     let at = Conn { now_ns: 4_000_000, snd_nxt: 1 + 90 * MSS, ..c };
     let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 4_000_000, snd_nxt: 1 + 90 * MSS, int: &r3 }), &sig)));
     assert!(!d.notes.has(Note::SfcWindowCut));
+}
+
+#[test]
+fn a_loss_soon_after_an_sfc_cut_does_not_cut_again() {
+    // An incast: a signal cut W to the share of 2 flows (5.9 kB, 5
+    // segments), and the first window's losses are found 6 ms later. They
+    // are the congestion the cut answered: ssthresh keeps the cut window,
+    // rather than cutting it again into a slower recovery.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let mut r2 = int(2_000_000, B / 1000, 0);
+    wire::set_rcv_flows(&mut r2, 2);
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    assert!(d.notes.has(Note::SfcWindowCut));
+    let cut = d.cwnd;
+    assert_eq!(cut, 5);
+    assert_eq!(s.ssthresh(&k, &Conn { now_ns: 8_000_000, cwnd: cut, ..c }), cut);
+    // Past the longest pause and two smoothed RTTs: a new congestion.
+    let later = 2_000_000 + u64::from(k.sfc_max_pause_us) * 1000 + 2 * u64::from(T_US) * 1000;
+    assert_eq!(s.ssthresh(&k, &Conn { now_ns: later, cwnd: 10, ..c }), 10 * 717 / 1024);
 }
 
 #[test]

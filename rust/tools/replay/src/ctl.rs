@@ -255,7 +255,7 @@ impl Replay {
             h if h == flag::HOOK_SSTHRESH => {
                 self.summary.ssthresh += 1;
                 let s = self.socks.get_mut(&r.key).expect("checked above");
-                let got = s.ctl.ssthresh(&k, r.conn.cwnd);
+                let got = s.ctl.ssthresh(&k, &r.conn);
                 if got != r.out_ssthresh {
                     self.mismatch(r, format!("ssthresh: replay {got}, module {}", r.out_ssthresh));
                 }
