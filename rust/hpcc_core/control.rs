@@ -499,7 +499,7 @@ impl FlowCtl {
             if self.rcv_flows == 0 {
                 // The count may come with the first response: it still
                 // applies within the longest pause and two T after.
-                let reach = u64::from(k.sfc_max_pause_us).saturating_mul(1000).saturating_add(2 * self.base_rtt_ns);
+                let reach = u64::from(k.sfc_max_pause_us).saturating_mul(1000).saturating_add(self.base_rtt_ns.saturating_mul(2));
                 self.sfc_cut.await_count(rate, c.now_ns.saturating_add(reach));
             }
             self.last_update_ns = c.now_ns;
