@@ -151,9 +151,10 @@ _ktap_out() {
 }
 
 # ktap_perf_check NAME CHECK [RERUN]: a throughput check. CHECK asserts
-# (exit status); RERUN, if given, runs the scenario CHECK looks at once
-# more, in this shell so that it can set the variables CHECK reads (":"
-# when CHECK runs its own scenario). See the section comment above.
+# (exit status; 4: it cannot measure here, its last line says why, a
+# skip); RERUN, if given, runs the scenario CHECK looks at once more, in
+# this shell so that it can set the variables CHECK reads (":" when CHECK
+# runs its own scenario). See the section comment above.
 ktap_perf_check() {
 	local name=$1 check=$2 rerun=${3:-} why out rc now try
 	why=$(perf_gate)
@@ -164,6 +165,10 @@ ktap_perf_check() {
 	for try in 1 2; do
 		out=$("$check" 2>&1)
 		rc=$?
+		if [ $rc -eq $KSFT_SKIP ]; then
+			ktap_test_skip "$name" "$(tail -n1 <<<"$out")"
+			return
+		fi
 		_ktap_out $rc "$out"
 		if [ $rc -eq 0 ]; then
 			[ "$try" -eq 1 ] || ktap_print_msg "$name: passed on the second run"

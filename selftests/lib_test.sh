@@ -24,7 +24,13 @@ pop() { # pop NAME -> next scripted value of NAME, and count the call
 calls() { [ -f "$tmp/$1.calls" ] && wc -l <"$tmp/$1.calls" || echo 0; }
 
 perf_reference_mbps() { pop ref; }
-stub_check() { [ "$(pop check)" = pass ]; }
+stub_check() {
+	case "$(pop check)" in
+	pass) return 0 ;;
+	skip) echo "the flow carried 40 Mbit/s alone"; return 4 ;;
+	*) return 1 ;;
+	esac
+}
 stub_rerun() { pop rerun >/dev/null; RERUN_RAN=yes; echo "rerun output"; }
 check_sees_rerun() { [ "${RERUN_RAN:-}" = yes ]; }
 
@@ -59,7 +65,7 @@ expect() { # expect NAME OUTPUT REGEX [calls of check] [calls of ref] [calls of 
 
 ktap_print_header
 
-ktap_set_plan 11
+ktap_set_plan 12
 
 out=$(case_run "80" "pass")
 expect slow_host_skips_without_running_the_check "$out" \
@@ -90,6 +96,10 @@ expect rerun_sets_what_the_check_reads "$out" '^ok 1 inner$' "" 2 1
 
 out=$(case_run "92 91" "fail fail" stub_check stub_rerun)
 expect rerun_output_is_logged "$out" '^# rerun output$'
+
+out=$(case_run "92" "skip" stub_check stub_rerun)
+expect check_that_cannot_measure_skips "$out" \
+	'^ok 1 inner # SKIP the flow carried 40 Mbit/s alone' 1 1 0
 
 # wait_files: returns once every file exists, 1 after SECS otherwise.
 t_wait_files_all_present() {
