@@ -46,7 +46,7 @@ use super::knobs::Knobs;
 use super::law::{srtt_pacing_cap, Event, HpccFlow};
 use super::params::HpccParams;
 use super::probe;
-use super::sfc::WindowCut;
+use super::sfc::{self, WindowCut};
 use super::wire;
 
 /// T used until the flow has an RTT sample, when `base_rtt_us` is 0.
@@ -499,8 +499,7 @@ impl FlowCtl {
             if self.rcv_flows == 0 {
                 // The count may come with the first response: it still
                 // applies within the longest pause and two T after.
-                let reach = u64::from(k.sfc_max_pause_us).saturating_mul(1000).saturating_add(self.base_rtt_ns.saturating_mul(2));
-                self.sfc_cut.await_count(rate, c.now_ns.saturating_add(reach));
+                self.sfc_cut.await_count(rate, sfc::cut_reach_until(c.now_ns, k.sfc_max_pause_us, self.base_rtt_ns));
             }
             self.last_update_ns = c.now_ns;
             notes.add(Note::SfcWindowCut);
@@ -696,8 +695,8 @@ impl SockCtl {
         let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
         let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));
         if d.notes.has(Note::SfcWindowCut) {
-            let reach = u64::from(k.sfc_max_pause_us).saturating_add(2 * u64::from(c.srtt_us)).saturating_mul(1000);
-            self.sfc_cut_until_ns = c.now_ns.saturating_add(reach);
+            let srtt_ns = u64::from(c.srtt_us).saturating_mul(1000);
+            self.sfc_cut_until_ns = sfc::cut_reach_until(c.now_ns, k.sfc_max_pause_us, srtt_ns);
         }
         if k.pacing_shift == 0 && d.pacing_shift.is_none() {
             // No flow state: T from the minimum RTT, as a new flow takes it.

@@ -588,9 +588,7 @@ impl WindowCut {
         let cut = u32::try_from(cut).unwrap_or(u32::MAX);
         cut.max(min_w).min(w)
     }
-}
 
-impl WindowCut {
     /// The last cut did not know the receiver's flow count: a count that
     /// arrives before `until_ns` cuts W to the share of a port of
     /// `rate_bps`.
@@ -613,6 +611,13 @@ impl WindowCut {
         let share = share_bytes(self.uncounted_rate_bps, base_rtt_ns, eta_ppm, flows)?;
         Some(u32::try_from(share).unwrap_or(u32::MAX).max(min_w).min(w))
     }
+}
+
+/// How long after an SFC window cut at `now_ns` the congestion it
+/// answered may still show: the longest pause (`max_pause_us`) and two
+/// RTTs (`rtt_ns`).
+pub fn cut_reach_until(now_ns: u64, max_pause_us: u32, rtt_ns: u64) -> u64 {
+    now_ns.saturating_add(u64::from(max_pause_us).saturating_mul(1000).saturating_add(rtt_ns.saturating_mul(2)))
 }
 
 /// B·T in bytes, capped at 2^43 (8 TB).
