@@ -47,12 +47,12 @@ _bench_kv() { _intsw_kv "$@"; }
 
 # bench_hpcc_knobs RATE_MBIT RTT_US NFLOWS: tcp_hpcc's deployment knobs for
 # the emulated link, as the drafts size them (section 5):
-#   init_window_bytes = B*T, "line rate" times the base RTT. The module's
-#       default (64 KiB) is about one BDP of a datacenter host (10-25 Gbit/s,
-#       20-50 us), 2.6 BDP of this link: each new flow then starts well
+#   init_window_bytes = B*T, "line rate" times the base RTT. The drafts'
+#       line-rate start on a datacenter host (10-25 Gbit/s, 20-50 us) is
+#       about 64 KiB, 2.6 BDP of this link: each new flow would start well
 #       above its share.
 #   expected_flows = NFLOWS, the most flows sharing a link (N).
-#   wai_bytes = 64 KiB*(1-eta)/N, the W_ai of the default initial window,
+#   wai_bytes = 64 KiB*(1-eta)/N, the W_ai of a 64 KiB initial window,
 #       819 B with N = 4. The rule's W_init*(1-eta)/N with W_init = B*T
 #       (312 B) leaves flows unfair for seconds: Jain 0.54 and 0.84 in two
 #       same-boot 4-flow runs, against 0.96 and 0.98 with 819 B.

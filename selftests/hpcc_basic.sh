@@ -70,7 +70,7 @@ t_params() {
 	echo 200 >"$p/min_cwnd_segs" 2>/dev/null && { echo "min above max accepted"; return 1; }
 	echo garbage >"$p/fallback_ai_segs" 2>/dev/null && { echo "non-number accepted"; return 1; }
 	echo 65535 >"$p/max_cwnd_segs" || return 1
-	[ "$(cat $p/init_window_bytes)" = 65536 ] || { echo "init_window_bytes changed"; return 1; }
+	[ "$(cat $p/init_window_bytes)" = 14600 ] || { echo "init_window_bytes changed"; return 1; }
 	# HPCC++ knobs: 0/1 switches and ranges are enforced, valid writes stick.
 	[ "$(cat $p/qlen_min_filter)" = 0 ] || { echo "qlen_min_filter default $(cat $p/qlen_min_filter)"; return 1; }
 	echo 2 >"$p/qlen_min_filter" 2>/dev/null && { echo "qlen_min_filter=2 accepted"; return 1; }

@@ -4,10 +4,14 @@
 //! INT (no probe responses yet, or never) still needs a safe, stable law.
 //! This is it, in TCP segments so it maps 1:1 onto `snd_cwnd`:
 //!
-//! * **Start** at the configured initial window (`init_bytes / mss`). The
-//!   drafts start flows at line rate, so operators set this to about one
-//!   bandwidth-delay product. The initial slow-start threshold equals the
-//!   initial window: there is no exponential probe from a tiny window.
+//! * **Start** at the configured initial window (`init_bytes / mss`), by
+//!   default TCP's (RFC 6928: 10 segments of a 1500-byte MTU). The drafts
+//!   start flows at line rate, about one bandwidth-delay product; before
+//!   the first telemetry no sender knows the bottleneck's, and many
+//!   senders starting at once fill a switch buffer with their first windows
+//!   before any signal can reach them. The initial slow-start threshold
+//!   equals the initial window: there is no exponential probe from a tiny
+//!   window.
 //! * **Grow additively** by `ai_segs` segments per window of ACKed data,
 //!   only while the window is what limits the sender (the caller checks
 //!   `tcp_is_cwnd_limited`). Below the slow-start threshold (only after a
@@ -21,6 +25,14 @@
 
 /// Scale of [`FallbackParams::beta`]: `beta = 717` means 717/1024 ≈ 0.7.
 pub const BETA_SCALE: u32 = 1024;
+
+/// TCP's initial window in bytes (RFC 6928, Linux's `TCP_INIT_CWND`: 10
+/// segments of 1460 bytes).
+pub const INIT_BYTES_TCP: u32 = 10 * 1460;
+
+/// The drafts' initial window for the module's link class: line rate times
+/// the base RTT, about 64 KiB at 25 Gbit/s and 20 us.
+pub const INIT_BYTES_LINE_RATE: u32 = 64 * 1024;
 
 /// Smallest window the law ever returns, in segments.
 pub const MIN_SEGS_FLOOR: u32 = 2;
@@ -58,10 +70,11 @@ pub struct FallbackParams {
 }
 
 impl FallbackParams {
-    /// Defaults: 64 KiB initial window, +1 segment per RTT, beta 0.7,
-    /// window in `[2, 65535]` segments.
+    /// Defaults: TCP's initial window (14600 bytes, 10 segments of a
+    /// 1500-byte MTU), +1 segment per RTT, beta 0.7, window in
+    /// `[2, 65535]` segments.
     pub const DEFAULT: Self = Self {
-        init_bytes: 64 * 1024,
+        init_bytes: INIT_BYTES_TCP,
         ai_segs: 1,
         beta: 717,
         min_segs: MIN_SEGS_FLOOR,
@@ -174,7 +187,9 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(FallbackParams::DEFAULT.validate(), Ok(()));
-        assert_eq!(FallbackParams::DEFAULT.initial_segs(1448), 45);
+        // TCP's 10 segments with timestamps (MSS 1448) and without (1460).
+        assert_eq!(FallbackParams::DEFAULT.initial_segs(1448), 10);
+        assert_eq!(FallbackParams::DEFAULT.initial_segs(1460), 10);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! default set; a write is stored only if the whole set still passes
 //! [`Knobs::validate`].
 
-use super::fallback::{FallbackParamError, FallbackParams};
+use super::fallback::{FallbackParamError, FallbackParams, INIT_BYTES_LINE_RATE};
 use super::params::{HpccConfig, HpccParams, Mode, ParamError, MAX_WINDOW_BYTES};
 use super::{probe, sfc, wire};
 
@@ -29,7 +29,7 @@ macro_rules! knob_table {
     ($m:ident) => {
         $m! {
             init_window_bytes: FB.init_bytes, "1 .. 2^31",
-                "initial window in bytes, about one BDP at line rate";
+                "initial window in bytes until the first telemetry (TCP's 10 segments; the drafts: one BDP at line rate)";
             fallback_ai_segs: FB.ai_segs, "1 .. 64",
                 "no-telemetry fallback: additive increase, segments per RTT";
             fallback_beta: FB.beta, "512 .. 1023",
@@ -228,6 +228,7 @@ impl Knobs {
     /// bound, the min(qlen, previous qlen) filter, the NewAck commit rule,
     /// no window validation, pacing at W/T only.
     pub const DRAFTS: Self = Self {
+        init_window_bytes: INIT_BYTES_LINE_RATE,
         max_stage: 5,
         max_increase_pct: 0,
         qlen_min_filter: 1,

@@ -54,8 +54,8 @@ fn init_starts_at_the_initial_window_paced_at_w_over_t() {
     assert_eq!(d.pacing_shift, 14);
     let k11 = Knobs { pacing_shift: 11, ..k };
     assert_eq!(SockCtl::init(&k11, &c, false).1.pacing_shift, 11);
-    // W/T of a new flow (65536 B per 1 ms), below the srtt cap (150%).
-    assert_eq!(d.pacing_rate, 65_536_000);
+    // W/T of a new flow (TCP's 14600 B per 1 ms), below the srtt cap (150%).
+    assert_eq!(d.pacing_rate, 14_600_000);
     // A running connection that switches keeps its smaller window.
     let (_, d) = SockCtl::init(&k, &Conn { cwnd: 3, ..c }, true);
     assert_eq!(d.cwnd, 3);
@@ -178,7 +178,8 @@ fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
 /// Two samples, the second of a half-loaded path (U = 0.5 < eta); the
 /// decisions checked on the way; returns W after the update.
 fn fresh_telemetry(k: &Knobs) -> u32 {
-    let k = *k;
+    // A flow that started at 45 segments (a 64 KiB initial window).
+    let k = Knobs { init_window_bytes: 64 * 1024, ..*k };
     let c0 = conn(1_000_000, 45);
     let (mut s, _) = SockCtl::init(&k, &c0, false);
     let mut f = FlowCtl::new(&k, &c0).unwrap();
@@ -211,8 +212,9 @@ fn fresh_telemetry(k: &Knobs) -> u32 {
 
 #[test]
 fn telemetry_never_raises_a_reduction_nor_passes_the_delivery_bound() {
-    // No path cap, so that the idle path's W is large.
-    let k = Knobs { path_cap_pct: 0, ..Knobs::DEFAULT };
+    // No path cap, so that the idle path's W is large; a 64 KiB initial
+    // window (45 segments).
+    let k = Knobs { path_cap_pct: 0, init_window_bytes: 64 * 1024, ..Knobs::DEFAULT };
     let c = conn(1_000_000, 45);
     let (mut s, _) = SockCtl::init(&k, &c, false);
     let mut f = FlowCtl::new(&k, &c).unwrap();

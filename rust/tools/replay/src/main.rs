@@ -42,7 +42,7 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
   --wai-bytes N            additive increase W_ai in bytes, >= 1
                            (default W_init*(1-eta)/N)
   --flows N                N for the default W_ai (default 16)
-  --init-window-bytes N    initial window (default 65536)
+  --init-window-bytes N    initial window (module 14600, drafts 65536)
   --min-window-bytes N     lower window bound (default 4096)
   --max-window-bytes N     upper window bound, <= 2^31 (default 67108864)
   --path-cap-pct N         bound W by N% of the path BDP min(B)*T, 0 = off (default 0)
