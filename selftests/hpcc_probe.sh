@@ -224,7 +224,10 @@ flow_mbps() { # flow_mbps SECONDS SPORT [inject|decoy] -> Mbit/s of one hpcc flo
 	if [ -n "${3:-}" ]; then
 		local dst=10.0.1.1
 		[ "$3" = decoy ] && dst=192.0.2.2
-		sleep 1
+		# Forgeries for a 4-tuple that has no flow yet count as no_flow:
+		# the flow first (its sender's start-up varies with the host).
+		wait_connected "$NS_SND" "sport = :$2"
+		sleep 0.5
 		ip netns exec "$NS_RCV" python3 "$FLOW" inject all "$N_FORGED" \
 			--src 10.0.2.1 --dst $dst --sport 5201 --dport "$2" >/dev/null
 	fi
@@ -240,10 +243,10 @@ KINDS="responses_bad_nonce malformed_truncated responses_too_many_hops malformed
 declare -A b2 d2
 forged_pair() {
 	local k
-	CLEAN=$(flow_mbps 5 "$1" decoy)
+	CLEAN=$(flow_mbps 8 "$1" decoy)
 	sleep 0.5
 	for k in $KINDS; do b2[$k]=$(hpcc_stat $k); done
-	FORGED=$(flow_mbps 5 $(($1 + 1)) inject)
+	FORGED=$(flow_mbps 8 $(($1 + 1)) inject)
 	for k in $KINDS; do d2[$k]=$(($(hpcc_stat $k) - ${b2[$k]})); done
 }
 forged_pair 40000

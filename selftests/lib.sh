@@ -256,6 +256,18 @@ wait_listening() {
 	return 1
 }
 
+# wait_connected NS FILTER: up to 20 s until NS has an established TCP
+# connection matching the ss FILTER (a python client under a loaded TCG
+# host can take seconds to start).
+wait_connected() {
+	local try
+	for try in $(seq 1 200); do
+		[ -n "$(ip netns exec "$1" ss -tnH state established "$2")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # wait_files SECS FILE...: until every FILE exists (a process's "ready"
 # mark), at most SECS seconds; 1 if one is still missing.
 wait_files() {
