@@ -245,28 +245,26 @@ hpcc_trace_stop() { # hpcc_trace_stop FILE
 	return 0
 }
 
-# wait_listening NS FILTER N: up to 10 s until NS has N TCP listeners
-# matching the ss FILTER (python under TCG can take a while to get there).
-wait_listening() {
-	local try
-	for try in $(seq 1 100); do
-		[ "$(ip netns exec "$1" ss -ltnH "$2" | wc -l)" -ge "$3" ] && return 0
+# _wait_ss TRIES N NS SS_ARGS...: up to TRIES x 0.1 s until `ss -tnH
+# SS_ARGS` in NS lists at least N sockets.
+_wait_ss() {
+	local tries=$1 n=$2 ns=$3 try
+	shift 3
+	for try in $(seq 1 "$tries"); do
+		[ "$(ip netns exec "$ns" ss -tnH "$@" | wc -l)" -ge "$n" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
+# wait_listening NS FILTER N: up to 10 s until NS has N TCP listeners
+# matching the ss FILTER (python under TCG can take a while to get there).
+wait_listening() { _wait_ss 100 "$3" "$1" -l "$2"; }
+
 # wait_connected NS FILTER: up to 20 s until NS has an established TCP
 # connection matching the ss FILTER (a python client under a loaded TCG
 # host can take seconds to start).
-wait_connected() {
-	local try
-	for try in $(seq 1 200); do
-		[ -n "$(ip netns exec "$1" ss -tnH state established "$2")" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_connected() { _wait_ss 200 1 "$1" state established "$2"; }
 
 # wait_files SECS FILE...: until every FILE exists (a process's "ready"
 # mark), at most SECS seconds; 1 if one is still missing.
