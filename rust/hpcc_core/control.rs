@@ -26,11 +26,14 @@
 //!    `base_rtt_us` is 0 (re-validated on a change of more than 1/8); a new
 //!    SFC signal asks the glue to take its pending pause and, with
 //!    `sfc_window_cut`, cuts W to what the bottleneck carries
-//!    ([`WindowCut`]); the newest response, if any, is applied to the law
-//!    (MeasureInflight / ComputeWind / NewAck with the probe's `snd_nxt` as
-//!    the ACKed sequence) after window validation's bound is set, and
-//!    yields a trace sample; a probe is due when data is in flight and the
-//!    last probe is a probe interval old.
+//!    ([`WindowCut`], from W before this ACK's response, so that the two
+//!    cuts for one queue do not compound); the newest response, if any, is
+//!    applied to the law (MeasureInflight / ComputeWind / NewAck with the
+//!    probe's `snd_nxt` as the ACKed sequence) after window validation's
+//!    bound is set, never below an SFC cut until the queue it answered has
+//!    drained ([`WindowCut::floor`]), and yields a trace sample; a probe
+//!    is due when data is in flight and the last probe is a probe interval
+//!    old.
 //! 3. While telemetry is fresh (an update within [`FRESH_INTERVALS`] probe
 //!    intervals): cwnd = ⌈W / mss⌉ within TCP's loss response and the
 //!    delivered-BDP bound ([`telemetry_cwnd`]) and the cwnd bounds; pacing
@@ -205,7 +208,7 @@ pub struct TraceSample {
     pub sample_u_ppm: u32,
     /// The chosen hop's queue, bytes.
     pub qlen: u32,
-    /// W, bytes.
+    /// W after the sample (and an SFC floor or count cut), bytes.
     pub window: u32,
     /// Wc, bytes.
     pub wc: u32,
@@ -485,7 +488,9 @@ impl FlowCtl {
     }
 
     /// A new SFC signal: `true` if the glue should take the pause.
-    fn on_sfc(&mut self, k: &Knobs, c: &Conn, s: &SfcState, notes: &mut Notes) -> bool {
+    /// `w_before`: W before this ACK's response (a cut the law made for
+    /// the same queue on this ACK does not compound with the signal's).
+    fn on_sfc(&mut self, k: &Knobs, c: &Conn, s: &SfcState, w_before: u32, notes: &mut Notes) -> bool {
         if s.gen == self.sfc_gen {
             return false;
         }
@@ -493,9 +498,10 @@ impl FlowCtl {
         if k.sfc_window_cut == 1 {
             let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
             let eta = self.params.config().eta_ppm;
-            let w = self.law.window_bytes();
+            let w = self.law.window_bytes().max(w_before);
             let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns, self.rcv_flows);
             self.law.cut(&self.params, cut);
+            self.sfc_cut.settle(self.law.window_bytes());
             if self.rcv_flows == 0 {
                 // The count may come with the first response: it still
                 // applies within the longest pause and two T after.
@@ -533,6 +539,9 @@ impl FlowCtl {
         self.law.set_used_window((k.window_validation == 1).then_some(used));
         self.max_in_flight = c.in_flight;
         let o = self.law.on_stack(&self.params, &stack, r.rx_ns, r.snd_nxt, c.snd_nxt);
+        if let Some(w) = self.sfc_cut.floor(c.now_ns) {
+            self.law.hold(w);
+        }
         let event = match o.event {
             Event::Recorded => 0,
             Event::PathChanged => 1,
@@ -567,7 +576,7 @@ impl FlowCtl {
             u_ppm: q40_to_ppm(self.law.u_q40()),
             sample_u_ppm: q40_to_ppm(o.sample_u_q40),
             qlen: u32::try_from(qlen).unwrap_or(u32::MAX),
-            window: o.window_bytes,
+            window: self.law.window_bytes(),
             wc: u32::try_from(self.law.wc_q16() >> super::fixed::WIN_SHIFT).unwrap_or(u32::MAX),
             cwnd: c.cwnd,
             inflight: c.in_flight,
@@ -595,10 +604,11 @@ impl FlowCtl {
         self.max_in_flight = self.max_in_flight.max(c.in_flight).max(prior_in_flight);
         // The response first: a signal on the same ACK then knows the
         // receiver's flow count.
+        let w_before = self.law.window_bytes();
         if let Some(r) = response {
             d.trace = self.on_response(k, c, r, &mut d.notes);
         }
-        d.take_pause = self.on_sfc(k, c, sfc, &mut d.notes);
+        d.take_pause = self.on_sfc(k, c, sfc, w_before, &mut d.notes);
         let interval = self.probe_interval_ns(k, c.srtt_us);
         d.probe = c.packets_out > 0 && self.probe_due(k, c);
         let fresh = self.last_update_ns != 0

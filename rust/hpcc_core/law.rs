@@ -486,6 +486,15 @@ impl HpccFlow {
         self.window_bytes()
     }
 
+    /// An external cut's floor ([`crate::sfc::WindowCut::floor`]): `W`
+    /// and `Wc` rise to `window_bytes` if they are lower (a sample of the
+    /// congestion the cut answered does not cut again).
+    pub fn hold(&mut self, window_bytes: u32) {
+        let w = u64::from(window_bytes) << WIN_SHIFT;
+        self.w = self.w.max(w);
+        self.wc = self.wc.max(w);
+    }
+
     /// Forgets the link records (e.g. after a route change the caller
     /// detected itself); the next event only records.
     pub fn drop_records(&mut self) {

@@ -399,6 +399,57 @@ fn a_signal_and_a_count_on_one_ack_cut_to_the_share() {
 }
 
 #[test]
+fn the_law_does_not_cut_again_on_the_queue_a_signal_answered() {
+    // A signal and the receiver's count (2) cut W to the share. The next
+    // response still shows the queue the signal reported (half a BDP,
+    // U = 1.5): its probe crossed the port before the pause drained it.
+    // Cutting again for it would leave the four flows at 0.6 of the port
+    // (measured: a 4:1 incast at U 0.55-0.75 for 40 ms). So until that
+    // queue has drained at the port's rate, plus T, the law does not go
+    // below the cut; after that it reacts as always.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let mut r2 = int(2_000_000, B / 1000, 0);
+    wire::set_rcv_flows(&mut r2, 2);
+    let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 2) as u32;
+    assert_eq!(f.law().window_bytes(), share);
+    // 1 ms later (drain 0.5 ms + T 1 ms not over): one BDP sent, the
+    // queue still half a BDP.
+    let mut r3 = int(3_000_000, 2 * B / 1000, bdp as u64 / 2);
+    wire::set_rcv_flows(&mut r3, 2);
+    let at = Conn { now_ns: 3_000_000, snd_nxt: 1 + 90 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 3_000_000, snd_nxt: 1 + 90 * MSS, int: &r3 }), &sig)));
+    assert!(d.trace.is_some_and(|t| t.u_ppm > 1_400_000), "{:?}", d.trace);
+    assert_eq!(f.law().window_bytes(), share, "held at the cut");
+    // Past the hold the same load is new congestion: the law cuts.
+    let mut r4 = int(4_000_000, 3 * B / 1000, bdp as u64 / 2);
+    wire::set_rcv_flows(&mut r4, 2);
+    let at = Conn { now_ns: 4_000_000, snd_nxt: 1 + 135 * MSS, ..c };
+    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 4_000_000, snd_nxt: 1 + 135 * MSS, int: &r4 }), &sig)));
+    assert!(f.law().window_bytes() < share * 3 / 4, "{} against {share}", f.law().window_bytes());
+}
+
+#[test]
+fn a_response_and_a_signal_on_one_ack_do_not_compound() {
+    // Signals reach the socket on its next ACK, often with a response
+    // of the same queue (one BDP, U = 2). The law cuts W to eta/2 of it;
+    // the signal's cut, from the window before that response, asks for
+    // the same. Measured before: the signal cut the law's result again,
+    // to the minimum window (a 4:1 incast, 10.7 kB -> 4.3 kB -> 2.9 kB).
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let sig = SfcState { gen: 1, qlen: bdp, speed: RATE_100M };
+    let r2 = int(2_000_000, B / 1000, u64::from(bdp));
+    let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
+    assert!(d.take_pause && d.notes.has(Note::SfcWindowCut));
+    assert_eq!(f.law().window_bytes(), bdp * 95 / 200);
+}
+
+#[test]
 fn t_follows_the_minimum_rtt_unless_set() {
     let k = Knobs::DEFAULT;
     let c = conn(1_000_000, 45);
