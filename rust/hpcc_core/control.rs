@@ -542,6 +542,8 @@ impl FlowCtl {
         if let Some(w) = self.sfc_cut.floor(c.now_ns) {
             self.law.hold(w);
         }
+        let eta = self.params.config().eta_ppm;
+        self.sfc_cut.on_sample(q40_to_ppm(self.law.u_q40()) >= eta);
         let event = match o.event {
             Event::Recorded => 0,
             Event::PathChanged => 1,
@@ -558,7 +560,6 @@ impl FlowCtl {
             Event::PathChanged => Note::SamplePathChanged,
             Event::Stale(_) => Note::SampleStale,
         });
-        let eta = self.params.config().eta_ppm;
         if let Some(w) = self.sfc_cut.on_count(self.law.window_bytes(), self.rcv_flows, self.base_rtt_ns, eta, 0, c.now_ns) {
             self.law.cut(&self.params, w);
             self.last_update_ns = c.now_ns;

@@ -547,6 +547,9 @@ impl Rules {
 /// ([`WindowCut::floor`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WindowCut {
+    /// A response since the round began showed the port at or above
+    /// eta: the next signal past the round may cut again.
+    renew: bool,
     /// The window the law keeps until `hold_until_ns` (0: none).
     hold_w: u32,
     /// End of the hold, ns.
@@ -579,12 +582,19 @@ impl WindowCut {
         now_ns: u64,
         flows: u16,
     ) -> u32 {
-        let reference = if self.ref_w != 0 && now_ns < self.until_ns {
-            self.ref_w
-        } else {
+        // A new round: the first signal, one after the last round's
+        // queue has drained (the hold is over), or one past the round's T
+        // that the flow's telemetry has since confirmed.
+        let new_round = self.ref_w == 0
+            || now_ns >= self.hold_until_ns
+            || (now_ns >= self.until_ns && self.renew);
+        let reference = if new_round {
             self.ref_w = w;
             self.until_ns = now_ns.saturating_add(base_rtt_ns);
+            self.renew = false;
             w
+        } else {
+            self.ref_w
         };
         // u128 products, 64-bit-only divisions: W_ref·B·T/(B·T + q) is
         // exact to the byte (floor).
@@ -605,6 +615,15 @@ impl WindowCut {
         self.hold_w = cut;
         self.hold_until_ns = self.hold_until_ns.max(drained);
         cut
+    }
+
+    /// A response was applied; `congested`: it showed the port at or
+    /// above eta. Signals alone (a storm from an allowed source, or a
+    /// switch that disagrees with the telemetry) then cut once per
+    /// episode rather than once per T: measured, a 2 s storm otherwise
+    /// left the flow at the minimum window.
+    pub fn on_sample(&mut self, congested: bool) {
+        self.renew |= congested;
     }
 
     /// The window the flow keeps after the cut is `w` (lower than the cut
@@ -1116,8 +1135,14 @@ mod tests {
         assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2, 0), 50_000);
         // A deeper one within T: cut from the round's reference (100 kB).
         assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1, 0), 25_000);
-        // After T, a new round starts from the current window.
+        // After T, without telemetry that agrees, the same round.
+        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0), 25_000);
+        // With it, a new round from the current window.
+        c.on_sample(true);
         assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0), 12_500);
+        // After the last queue has drained plus T, a new episode.
+        let later = 5 * T; // the 75 kB signal at T - 1 drains in 3T, plus T
+        assert_eq!(c.on_signal(12_500, 25_000, RATE, T, 1_000_000, 1448, later, 0), 6_250);
     }
 
     #[test]

@@ -450,6 +450,40 @@ fn a_response_and_a_signal_on_one_ack_do_not_compound() {
 }
 
 #[test]
+fn a_storm_of_signals_cuts_once_without_telemetry_that_agrees() {
+    // An allowed switch signals a queue of one BDP every 1.5 ms (a round
+    // is T, 1 ms; the queue drains in 1 ms) and no response shows the
+    // port loaded. Measured before:
+    // each round cut from the last one's result, and a 2 s storm left
+    // the flow at the minimum window, 261 ms from its rate after the
+    // storm (hpcc_sfc.sh in virtual time; the bar is 100 ms). Signals
+    // alone now cut once: a new round needs a response since the last
+    // one that shows the port at or above eta.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let mut w1 = 0;
+    for i in 1..=100u32 {
+        let sig = SfcState { gen: i, qlen: bdp, speed: RATE_100M };
+        let at = Conn { now_ns: 1_000_000 + u64::from(i) * 1_500_000, ..c };
+        s.on_ack(&k, &at, None, Some((&mut f, None, &sig)));
+        if i == 1 {
+            w1 = f.law().window_bytes();
+            assert_eq!(w1, bdp * 95 / 200, "the first signal cuts");
+        }
+    }
+    assert_eq!(f.law().window_bytes(), w1, "and the storm no further");
+    // A response of a loaded port (U 1.5) renews the rounds: the next
+    // signal cuts again, from the window then.
+    let r2 = int(152_000_000, B / 1000 * 151, u64::from(bdp / 2));
+    let at = Conn { now_ns: 152_000_000, snd_nxt: 1 + 45 * MSS, ..c };
+    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 152_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &SfcState { gen: 100, qlen: bdp, speed: RATE_100M })));
+    let w2 = f.law().window_bytes();
+    let at = Conn { now_ns: 153_000_000, ..at };
+    s.on_ack(&k, &at, None, Some((&mut f, None, &SfcState { gen: 101, qlen: bdp, speed: RATE_100M })));
+    assert!(f.law().window_bytes() < w2, "{} against {w2}", f.law().window_bytes());
+}
+
+#[test]
 fn t_follows_the_minimum_rtt_unless_set() {
     let k = Knobs::DEFAULT;
     let c = conn(1_000_000, 45);

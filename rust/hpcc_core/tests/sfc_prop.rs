@@ -42,15 +42,24 @@ fn window_cut_matches_f64_reference() {
         let mut w = rng.log_uniform(1e3, 1e9) as u32;
         let mut c = WindowCut::default();
         let mut now = rng.range(0, 1 << 40);
-        let (mut round_ref, mut round_end) = (0u32, 0u64);
+        let (mut round_ref, mut round_end, mut hold_end, mut renew) = (0u32, 0u64, 0u64, false);
         for _ in 0..50 {
             now += rng.range(0, 2 * t);
+            if rng.chance(0.5) {
+                // A response in between, at or above eta or not.
+                let congested = rng.chance(0.5);
+                c.on_sample(congested);
+                renew |= congested;
+            }
             let q = rng.log_uniform(1.0, 4e9) as u32;
             let n = if rng.chance(0.5) { 0 } else { rng.range(1, 2000) as u16 };
-            if round_ref == 0 || now >= round_end {
+            if round_ref == 0 || now >= hold_end || (now >= round_end && renew) {
                 round_ref = w;
                 round_end = now + t;
+                renew = false;
             }
+            let drain = sfc::drain_ns(q, rate as u64).min(u64::from(sfc::MAX_PAUSE_US) * 1000);
+            hold_end = hold_end.max(now + drain + t);
             let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now, n);
             let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64, n as f64);
             let err = (got as f64 - want).abs();
