@@ -21,7 +21,9 @@
 //!
 //! # On every ACK ([`SockCtl::on_ack`])
 //!
-//! 1. The rate sample feeds the delivered-BDP bound ([`DeliveryBound`]).
+//! 1. The rate sample feeds the delivered-BDP bound ([`DeliveryBound`]);
+//!    within the longest pause and two smoothed RTTs of an SFC pause it
+//!    counts as application-limited (it measures the pause).
 //! 2. With telemetry state: T follows the flow's minimum RTT when
 //!    `base_rtt_us` is 0 (re-validated on a change of more than 1/8); a new
 //!    SFC signal asks the glue to take its pending pause and, with
@@ -388,6 +390,9 @@ pub struct FlowCtl {
     sfc_gen: u32,
     /// SFC window cuts (no compounding within an RTT).
     sfc_cut: WindowCut,
+    /// Until when rate samples may measure an SFC pause, not the path,
+    /// ns (0: none).
+    sfc_held_until_ns: u64,
 }
 
 impl FlowCtl {
@@ -409,6 +414,7 @@ impl FlowCtl {
             had_response: false,
             sfc_gen: 0,
             sfc_cut: WindowCut::default(),
+            sfc_held_until_ns: 0,
         })
     }
 
@@ -495,6 +501,8 @@ impl FlowCtl {
             return false;
         }
         self.sfc_gen = s.gen;
+        let srtt_ns = u64::from(c.srtt_us).saturating_mul(1000);
+        self.sfc_held_until_ns = sfc::cut_reach_until(c.now_ns, k.sfc_max_pause_us, srtt_ns);
         if k.sfc_window_cut == 1 {
             let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
             let eta = self.params.config().eta_ppm;
@@ -684,6 +692,11 @@ impl SockCtl {
         self.fallback.on_congestion(&k.fallback(), c.cwnd)
     }
 
+    /// The delivered-BDP bound.
+    pub fn delivery(&self) -> &DeliveryBound {
+        &self.delivery
+    }
+
     /// `undo_cwnd`: the window before the reduction TCP undoes.
     pub fn undo_cwnd(&self, cwnd: u32) -> u32 {
         cwnd.max(self.prior_cwnd)
@@ -700,8 +713,18 @@ impl SockCtl {
     ) -> AckDecision {
         let mut d = AckDecision::default();
         if let Some(rs) = rs {
-            self.delivery
-                .on_rate_sample(c.now_ns, rs.delivered, rs.interval_us, c.min_rtt_us, c.srtt_us, rs.app_limited);
+            // A sample within the longest pause and two smoothed RTTs of an
+            // SFC pause measures the pause, not the path: it only raises
+            // the bound, as an application-limited one.
+            let held = flow.as_ref().is_some_and(|(f, _, _)| c.now_ns < f.sfc_held_until_ns);
+            self.delivery.on_rate_sample(
+                c.now_ns,
+                rs.delivered,
+                rs.interval_us,
+                c.min_rtt_us,
+                c.srtt_us,
+                rs.app_limited || held,
+            );
         }
         let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
         let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));

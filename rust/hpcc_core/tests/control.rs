@@ -484,6 +484,36 @@ fn a_storm_of_signals_cuts_once_without_telemetry_that_agrees() {
 }
 
 #[test]
+fn rate_samples_of_a_paused_flow_do_not_lower_the_delivery_bound() {
+    // A flow delivered 86 segments per min RTT; then SFC pauses hold it
+    // (a storm, 2 s) and its rate samples show 5. Those samples measure
+    // the pauses, not the path: counted, the delivered-BDP bound fell to
+    // 2·5 segments and the flow took 107 ms after the storm to regain its
+    // rate (hpcc_sfc.sh in virtual time; the bar is 100 ms). Samples
+    // within the longest pause and two smoothed RTTs of a pause count as
+    // application-limited: they only raise the maximum.
+    let k = Knobs::DEFAULT;
+    let c = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    s.on_ack(&k, &c, Some(&sample(86, 1000)), Some((&mut f, None, &SfcState::default())));
+    assert_eq!(s.delivery().max_segs(), 86);
+    for i in 1..=2000u32 {
+        let at = Conn { now_ns: 1_000_000 + u64::from(i) * 1_000_000, ..c };
+        let sig = SfcState { gen: i, qlen: 1000, speed: RATE_100M };
+        s.on_ack(&k, &at, Some(&sample(5, 1000)), Some((&mut f, None, &sig)));
+    }
+    assert_eq!(s.delivery().max_segs(), 86, "held through the storm");
+    // Long after the last pause, low samples count again.
+    let later = 2_001_000_000 + u64::from(k.sfc_max_pause_us) * 1000 + 2 * u64::from(T_US) * 1000;
+    for i in 0..20u64 {
+        let at = Conn { now_ns: later + i * 1_000_000, ..c };
+        s.on_ack(&k, &at, Some(&sample(5, 1000)), Some((&mut f, None, &SfcState { gen: 2000, qlen: 1000, speed: RATE_100M })));
+    }
+    assert_eq!(s.delivery().max_segs(), 5);
+}
+
+#[test]
 fn t_follows_the_minimum_rtt_unless_set() {
     let k = Knobs::DEFAULT;
     let c = conn(1_000_000, 45);
