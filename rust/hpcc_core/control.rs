@@ -92,6 +92,15 @@ pub struct Conn {
     pub cwnd_limited: bool,
 }
 
+impl Conn {
+    /// How long an SFC pause or cut taken now may still show in what the
+    /// connection sees (rate samples, losses): [`sfc::cut_reach_until`]
+    /// with the longest pause and the smoothed RTT.
+    fn sfc_reach_until(&self, k: &Knobs) -> u64 {
+        sfc::cut_reach_until(self.now_ns, k.sfc_max_pause_us, u64::from(self.srtt_us).saturating_mul(1000))
+    }
+}
+
 /// The ACK's `struct rate_sample`, where TCP gave one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RateSample {
@@ -501,8 +510,7 @@ impl FlowCtl {
             return false;
         }
         self.sfc_gen = s.gen;
-        let srtt_ns = u64::from(c.srtt_us).saturating_mul(1000);
-        self.sfc_held_until_ns = sfc::cut_reach_until(c.now_ns, k.sfc_max_pause_us, srtt_ns);
+        self.sfc_held_until_ns = c.sfc_reach_until(k);
         if k.sfc_window_cut == 1 {
             let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
             let eta = self.params.config().eta_ppm;
@@ -729,8 +737,7 @@ impl SockCtl {
         let prior_in_flight = rs.map_or(0, |rs| rs.prior_in_flight);
         let hpcc = flow.and_then(|(f, resp, sfc)| f.on_ack(k, c, prior_in_flight, resp, sfc, &mut d));
         if d.notes.has(Note::SfcWindowCut) {
-            let srtt_ns = u64::from(c.srtt_us).saturating_mul(1000);
-            self.sfc_cut_until_ns = sfc::cut_reach_until(c.now_ns, k.sfc_max_pause_us, srtt_ns);
+            self.sfc_cut_until_ns = c.sfc_reach_until(k);
         }
         if k.pacing_shift == 0 && d.pacing_shift.is_none() {
             // No flow state: T from the minimum RTT, as a new flow takes it.
