@@ -195,6 +195,7 @@ struct hpcc_ctl_rec {
 	__u8 int_stack[HPCC_INT_MAX_LEN];	/* the response's INT stack */
 	__u32 sfc_gen;		/* SFC cell: generation, queue */
 	__u32 sfc_qlen;
+	__u64 sfc_gap_ns;	/* SFC cell: longest silence before a signal since the last take */
 	__u32 out_cwnd;		/* the decision, segments (before snd_cwnd_clamp) */
 	__u32 out_ssthresh;
 	__u64 out_pacing;	/* bytes/s (before SO_MAX_PACING_RATE) */

@@ -136,6 +136,11 @@ pub struct SfcState {
     pub qlen: u32,
     /// The signalling port's speed code (`wire::RATES`).
     pub speed: u8,
+    /// The longest silence before a signal the receive hook accepted since
+    /// the ACK path last took the cell, ns (measured from the signal
+    /// before it, whether or not an ACK took that one; the first signal of
+    /// a flow counts as after a long silence). 0: not measured.
+    pub gap_ns: u64,
 }
 
 /// Something a hook did that the module counts (one per counter of
@@ -515,7 +520,7 @@ impl FlowCtl {
             let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
             let eta = self.params.config().eta_ppm;
             let w = self.law.window_bytes().max(w_before);
-            let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns, self.rcv_flows);
+            let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns, self.rcv_flows, s.gap_ns);
             self.law.cut(&self.params, cut);
             self.sfc_cut.settle(self.law.window_bytes());
             if self.rcv_flows == 0 {

@@ -554,6 +554,9 @@ pub struct WindowCut {
     hold_w: u32,
     /// End of the hold, ns.
     hold_until_ns: u64,
+    /// The silence of the signals that ends an episode: the last signal's
+    /// drain time plus T, ns.
+    quiet_ns: u64,
     /// The window the current round of cuts started from (0: none yet).
     ref_w: u32,
     /// End of the current round, ns.
@@ -581,12 +584,17 @@ impl WindowCut {
         min_w: u32,
         now_ns: u64,
         flows: u16,
+        gap_ns: u64,
     ) -> u32 {
         // A new round: the first signal, one after the last round's
-        // queue has drained (the hold is over), or one past the round's T
-        // that the flow's telemetry has since confirmed.
+        // queue has drained (the hold is over and, where the receive hook
+        // measured it, the signals fell silent for as long: a flow takes
+        // signals only on its ACKs, and ACKs far apart do not end a storm),
+        // or one past the round's T that the flow's telemetry has since
+        // confirmed.
+        let quiet = gap_ns == 0 || gap_ns >= self.quiet_ns;
         let new_round = self.ref_w == 0
-            || now_ns >= self.hold_until_ns
+            || (now_ns >= self.hold_until_ns && quiet)
             || (now_ns >= self.until_ns && self.renew);
         let reference = if new_round {
             self.ref_w = w;
@@ -611,7 +619,8 @@ impl WindowCut {
         // A queue no pause could drain (at most MAX_PAUSE_US) is no
         // reason to hold longer.
         let drain = drain_ns(qlen, rate_bps).min(u64::from(MAX_PAUSE_US) * 1000);
-        let drained = now_ns.saturating_add(drain).saturating_add(base_rtt_ns);
+        self.quiet_ns = drain.saturating_add(base_rtt_ns);
+        let drained = now_ns.saturating_add(self.quiet_ns);
         self.hold_w = cut;
         self.hold_until_ns = self.hold_until_ns.max(drained);
         cut
@@ -824,7 +833,7 @@ mod tests {
         // One BDP (12.5 kB at 100 Mbit/s, T = 1 ms) at t = 5 ms: held
         // until 5 + 1 + 1 ms, at the cut, or lower if the flow settled
         // lower.
-        let w = c.on_signal(100_000, 12_500, 100_000_000, 1_000_000, 1_000_000, 1448, 5_000_000, 0);
+        let w = c.on_signal(100_000, 12_500, 100_000_000, 1_000_000, 1_000_000, 1448, 5_000_000, 0, 0);
         assert_eq!(c.floor(6_999_999), Some(w));
         assert_eq!(c.floor(7_000_000), None);
         c.settle(w - 1);
@@ -1077,16 +1086,16 @@ mod tests {
     fn cut_brings_the_window_to_what_the_port_carries() {
         let mut c = WindowCut::default();
         // Queue of 3 BDP: cut to eta/4.
-        let w = c.on_signal(100_000, 75_000, RATE, T, 950_000, 1448, 0, 0);
+        let w = c.on_signal(100_000, 75_000, RATE, T, 950_000, 1448, 0, 0, 0);
         assert!((23_740..=23_750).contains(&w), "{w}");
         // No queue: only eta.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(100_000, 0, RATE, T, 950_000, 1448, 0, 0), 95_000);
+        assert_eq!(c.on_signal(100_000, 0, RATE, T, 950_000, 1448, 0, 0, 0), 95_000);
         // Never below min, never above w.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(10_000, u32::MAX, RATE, T, 950_000, 1448, 0, 0), 1448);
+        assert_eq!(c.on_signal(10_000, u32::MAX, RATE, T, 950_000, 1448, 0, 0, 0), 1448);
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(1000, 0, RATE, T, 1_000_000, 1448, 0, 0), 1000);
+        assert_eq!(c.on_signal(1000, 0, RATE, T, 1_000_000, 1448, 0, 0, 0), 1000);
     }
 
     #[test]
@@ -1095,19 +1104,19 @@ mod tests {
         // cuts each to 12.4 kB, 16 of which are 8 BDP: they would overflow
         // the buffer again when their pauses end together.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 0), 12_451);
+        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 0, 0), 12_451);
         // Knowing the receiver's 17 flows: eta·B·T/17, 1,397 B, so the
         // window's floor.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 17), 1448);
+        assert_eq!(c.on_signal(65_536, 100_000, RATE, T, 950_000, 1448, 0, 17, 0), 1448);
         // Two flows: the share, 11,875 B, is below the queue's cut.
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 2), 11_875);
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 2, 0), 11_875);
         // One flow: eta·B·T (23,750 B), below the queue's cut (31,129 B).
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 0), 31_129);
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 0, 0), 31_129);
         let mut c = WindowCut::default();
-        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 1), 23_750);
+        assert_eq!(c.on_signal(65_536, 25_000, RATE, T, 950_000, 1448, 0, 1, 0), 23_750);
     }
 
     #[test]
@@ -1129,20 +1138,20 @@ mod tests {
     #[test]
     fn signals_within_one_rtt_do_not_compound() {
         let mut c = WindowCut::default();
-        let w1 = c.on_signal(100_000, 25_000, RATE, T, 1_000_000, 1448, 0, 0);
+        let w1 = c.on_signal(100_000, 25_000, RATE, T, 1_000_000, 1448, 0, 0, 0);
         assert_eq!(w1, 50_000);
         // A second, equal signal within T: no further cut.
-        assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2, 0), 50_000);
+        assert_eq!(c.on_signal(w1, 25_000, RATE, T, 1_000_000, 1448, T / 2, 0, 0), 50_000);
         // A deeper one within T: cut from the round's reference (100 kB).
-        assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1, 0), 25_000);
+        assert_eq!(c.on_signal(w1, 75_000, RATE, T, 1_000_000, 1448, T - 1, 0, 0), 25_000);
         // After T, without telemetry that agrees, the same round.
-        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0), 25_000);
+        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0, 0), 25_000);
         // With it, a new round from the current window.
         c.on_sample(true);
-        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0), 12_500);
+        assert_eq!(c.on_signal(25_000, 25_000, RATE, T, 1_000_000, 1448, T, 0, 0), 12_500);
         // After the last queue has drained plus T, a new episode.
         let later = 5 * T; // the 75 kB signal at T - 1 drains in 3T, plus T
-        assert_eq!(c.on_signal(12_500, 25_000, RATE, T, 1_000_000, 1448, later, 0), 6_250);
+        assert_eq!(c.on_signal(12_500, 25_000, RATE, T, 1_000_000, 1448, later, 0, 0), 6_250);
     }
 
     #[test]
@@ -1153,7 +1162,7 @@ mod tests {
                 for &r in &[0, 1, u64::MAX] {
                     for &t in &[0, 1, u64::MAX] {
                         for &n in &[0, 1, u16::MAX] {
-                            let x = c.on_signal(w, q, r, t, u32::MAX, 0, u64::MAX, n);
+                            let x = c.on_signal(w, q, r, t, u32::MAX, 0, u64::MAX, n, u64::MAX);
                             assert!(x <= w);
                         }
                     }

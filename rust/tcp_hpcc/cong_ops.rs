@@ -376,7 +376,7 @@ fn ack_rec(
     if d.take_pause {
         r.flags |= cr::TAKE_PAUSE;
     }
-    (r.sfc_gen, r.sfc_qlen, r.sfc_speed) = (sfc.gen, sfc.qlen, sfc.speed);
+    (r.sfc_gen, r.sfc_qlen, r.sfc_speed, r.sfc_gap_ns) = (sfc.gen, sfc.qlen, sfc.speed, sfc.gap_ns);
     (r.out_cwnd, r.out_pacing) = (d.cwnd, d.pacing_rate);
     r.out_pacing_shift = d.pacing_shift.unwrap_or(0);
     r
@@ -406,6 +406,7 @@ unsafe extern "C" fn hpcc_cong_control(
                     gen: flow.sfc.gen.load(Acquire),
                     qlen: flow.sfc.qlen.load(Relaxed),
                     speed: u8::try_from(flow.sfc.speed.load(Relaxed)).unwrap_or(0),
+                    gap_ns: flow.sfc.take_gap(),
                 };
                 let d = tp.ca::<CaState>().ctl.on_ack(&k, &c, rs.as_ref(), Some((&mut *ctl, response.as_ref(), &sfc)));
                 if d.take_pause {

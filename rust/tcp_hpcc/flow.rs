@@ -186,6 +186,11 @@ pub(crate) struct SfcMail {
     pub(crate) speed: AtomicU32,
     /// A pause not applied yet: the departure clock's target, ns (0: none).
     pub(crate) pause_until_ns: AtomicU64,
+    /// When the last signal was accepted, ns (0: none yet).
+    last_rx_ns: AtomicU64,
+    /// The longest silence before a signal since the ACK path last took
+    /// it ([`SfcMail::take_gap`]), ns (0: no signal since).
+    max_gap_ns: AtomicU64,
 }
 
 impl SfcMail {
@@ -195,11 +200,31 @@ impl SfcMail {
             qlen: AtomicU32::new(0),
             speed: AtomicU32::new(0),
             pause_until_ns: AtomicU64::new(0),
+            last_rx_ns: AtomicU64::new(0),
+            max_gap_ns: AtomicU64::new(0),
         }
     }
 
-    /// Records an accepted signal (and a pause to apply later, if any).
-    pub(crate) fn put(&self, qlen: u32, speed: u8, deferred_until_ns: Option<u64>) {
+    /// The longest silence before a signal since the last call, ns (0:
+    /// no signal since). One load on an ACK without a new signal.
+    pub(crate) fn take_gap(&self) -> u64 {
+        if self.max_gap_ns.load(Relaxed) == 0 {
+            return 0;
+        }
+        self.max_gap_ns.swap(0, Relaxed)
+    }
+
+    /// Records a signal accepted at `now_ns` (and a pause to apply later,
+    /// if any).
+    pub(crate) fn put(&self, now_ns: u64, qlen: u32, speed: u8, deferred_until_ns: Option<u64>) {
+        // The silence before it: the controller ends an episode of cuts
+        // only after one as long as the signalled queue's drain plus T,
+        // which the ACKs, far apart while a storm paces the flow down,
+        // cannot show. The first signal comes after an endless one; never
+        // 0, which means none.
+        let last = self.last_rx_ns.swap(now_ns, Relaxed);
+        let gap = if last == 0 { u64::MAX } else { now_ns.saturating_sub(last).max(1) };
+        self.max_gap_ns.fetch_max(gap, Relaxed);
         self.qlen.store(qlen, Relaxed);
         self.speed.store(u32::from(speed), Relaxed);
         if let Some(t) = deferred_until_ns {

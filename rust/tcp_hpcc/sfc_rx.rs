@@ -234,7 +234,7 @@ unsafe fn apply(
                 if applied {
                     flow.view.set_pause(until);
                 }
-                flow.sfc.put(s.qlen, s.speed, (!applied).then_some(until));
+                flow.sfc.put(now, s.qlen, s.speed, (!applied).then_some(until));
                 (if applied { Counter::SfcApplied } else { Counter::SfcDeferred }, pause)
             }))
         })

@@ -263,7 +263,7 @@ fn an_sfc_signal_asks_for_the_pause_once_and_cuts_w() {
     let mut f = FlowCtl::new(&k, &c).unwrap();
     let w0 = f.law().window_bytes();
     // One BDP (12.5 kB at 100 Mbit/s, 1 ms) queued: the window halves (×eta).
-    let sig = SfcState { gen: 1, qlen: 12_500, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: 12_500, speed: RATE_100M, gap_ns: 0 };
     let d = s.on_ack(&k, &c, None, Some((&mut f, None, &sig)));
     assert!(d.take_pause && d.notes.has(Note::SfcWindowCut));
     let w1 = f.law().window_bytes();
@@ -297,7 +297,7 @@ fn an_sfc_cut_knows_the_receivers_flow_count() {
     s.on_ack(&k, &c, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &sfc)));
     let w0 = f.law().window_bytes();
     let bdp = (B * u64::from(T_US) / 1_000_000) as u32;
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     let d = s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
     assert!(d.take_pause && d.notes.has(Note::SfcWindowCut));
     let share = (u64::from(bdp) * u64::from(k.eta_ppm) / 1_000_000 / 4) as u32;
@@ -326,7 +326,7 @@ fn a_count_that_arrives_after_an_sfc_cut_still_applies() {
     // count (4) within the signal's reach brings W to the share.
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
     assert_eq!(f.law().window_bytes(), bdp * 95 / 150, "the queue's cut");
     let mut r2 = int(3_000_000, B / 1000, bdp as u64 / 2);
@@ -354,7 +354,7 @@ fn a_loss_soon_after_an_sfc_cut_does_not_cut_again() {
     let (mut s, mut f, c, bdp) = capped_flow(&k);
     let mut r2 = int(2_000_000, B / 1000, 0);
     wire::set_rcv_flows(&mut r2, 2);
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
     let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
     assert!(d.notes.has(Note::SfcWindowCut));
@@ -370,7 +370,7 @@ fn a_loss_soon_after_an_sfc_cut_does_not_cut_again() {
 fn a_count_long_after_the_signal_does_not_cut() {
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     s.on_ack(&k, &Conn { now_ns: 1_000_100, ..c }, None, Some((&mut f, None, &sig)));
     let w = f.law().window_bytes();
     // Past the longest pause and two T: the signal's congestion is old.
@@ -389,7 +389,7 @@ fn a_signal_and_a_count_on_one_ack_cut_to_the_share() {
     // The response is read before the signal: the cut knows the count.
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     let mut r2 = int(2_000_000, B / 1000, bdp as u64 / 2);
     wire::set_rcv_flows(&mut r2, 4);
     let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
@@ -409,7 +409,7 @@ fn the_law_does_not_cut_again_on_the_queue_a_signal_answered() {
     // below the cut; after that it reacts as always.
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
-    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
     let mut r2 = int(2_000_000, B / 1000, 0);
     wire::set_rcv_flows(&mut r2, 2);
     let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
@@ -441,7 +441,7 @@ fn a_response_and_a_signal_on_one_ack_do_not_compound() {
     // to the minimum window (a 4:1 incast, 10.7 kB -> 4.3 kB -> 2.9 kB).
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
-    let sig = SfcState { gen: 1, qlen: bdp, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: bdp, speed: RATE_100M, gap_ns: 0 };
     let r2 = int(2_000_000, B / 1000, u64::from(bdp));
     let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
     let d = s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));
@@ -463,7 +463,7 @@ fn a_storm_of_signals_cuts_once_without_telemetry_that_agrees() {
     let (mut s, mut f, c, bdp) = capped_flow(&k);
     let mut w1 = 0;
     for i in 1..=100u32 {
-        let sig = SfcState { gen: i, qlen: bdp, speed: RATE_100M };
+        let sig = SfcState { gen: i, qlen: bdp, speed: RATE_100M, gap_ns: 0 };
         let at = Conn { now_ns: 1_000_000 + u64::from(i) * 1_500_000, ..c };
         s.on_ack(&k, &at, None, Some((&mut f, None, &sig)));
         if i == 1 {
@@ -476,11 +476,41 @@ fn a_storm_of_signals_cuts_once_without_telemetry_that_agrees() {
     // signal cuts again, from the window then.
     let r2 = int(152_000_000, B / 1000 * 151, u64::from(bdp / 2));
     let at = Conn { now_ns: 152_000_000, snd_nxt: 1 + 45 * MSS, ..c };
-    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 152_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &SfcState { gen: 100, qlen: bdp, speed: RATE_100M })));
+    s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 152_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &SfcState { gen: 100, qlen: bdp, speed: RATE_100M, gap_ns: 0 })));
     let w2 = f.law().window_bytes();
     let at = Conn { now_ns: 153_000_000, ..at };
-    s.on_ack(&k, &at, None, Some((&mut f, None, &SfcState { gen: 101, qlen: bdp, speed: RATE_100M })));
+    s.on_ack(&k, &at, None, Some((&mut f, None, &SfcState { gen: 101, qlen: bdp, speed: RATE_100M, gap_ns: 0 })));
     assert!(f.law().window_bytes() < w2, "{} against {w2}", f.law().window_bytes());
+}
+
+#[test]
+fn a_storm_between_sparse_acks_is_one_episode() {
+    // Traced (hpcc_sfc.sh's storm, virtual time): an allowed source
+    // signalled every 0.1 ms, and once the flow's ACKs came 12-36 ms
+    // apart, longer than T plus the signalled queue's drain, each ACK's
+    // signal started a new episode: ten cuts of 0.79 each took the flow
+    // from 89 to 9 kB while every response showed the port idle. The
+    // signals never stopped: an episode ends after a silence of the
+    // signals, not of the ACKs.
+    let k = Knobs::DEFAULT;
+    let (mut s, mut f, c, bdp) = capped_flow(&k);
+    let mut w1 = 0;
+    let mut now = 0;
+    for i in 1..=50u32 {
+        now = 1_000_000 + u64::from(i) * 30_000_000;
+        let sig = SfcState { gen: i * 300, qlen: bdp, speed: RATE_100M, gap_ns: 100_000 };
+        s.on_ack(&k, &Conn { now_ns: now, ..c }, None, Some((&mut f, None, &sig)));
+        if i == 1 {
+            w1 = f.law().window_bytes();
+            assert_eq!(w1, bdp * 95 / 200, "the first signal cuts");
+        }
+    }
+    assert_eq!(f.law().window_bytes(), w1, "and the storm no further");
+    // After a silence longer than T plus the drain (1 + 1 ms here), a
+    // signal starts a new episode and cuts again.
+    let sig = SfcState { gen: 50 * 300 + 1, qlen: bdp, speed: RATE_100M, gap_ns: 2_000_000 };
+    s.on_ack(&k, &Conn { now_ns: now + 30_000_000, ..c }, None, Some((&mut f, None, &sig)));
+    assert!(f.law().window_bytes() < w1, "{} against {w1}", f.law().window_bytes());
 }
 
 #[test]
@@ -500,7 +530,7 @@ fn rate_samples_of_a_paused_flow_do_not_lower_the_delivery_bound() {
     assert_eq!(s.delivery().max_segs(), 86);
     for i in 1..=2000u32 {
         let at = Conn { now_ns: 1_000_000 + u64::from(i) * 1_000_000, ..c };
-        let sig = SfcState { gen: i, qlen: 1000, speed: RATE_100M };
+        let sig = SfcState { gen: i, qlen: 1000, speed: RATE_100M, gap_ns: 0 };
         s.on_ack(&k, &at, Some(&sample(5, 1000)), Some((&mut f, None, &sig)));
     }
     assert_eq!(s.delivery().max_segs(), 86, "held through the storm");
@@ -508,7 +538,7 @@ fn rate_samples_of_a_paused_flow_do_not_lower_the_delivery_bound() {
     let later = 2_001_000_000 + u64::from(k.sfc_max_pause_us) * 1000 + 2 * u64::from(T_US) * 1000;
     for i in 0..20u64 {
         let at = Conn { now_ns: later + i * 1_000_000, ..c };
-        s.on_ack(&k, &at, Some(&sample(5, 1000)), Some((&mut f, None, &SfcState { gen: 2000, qlen: 1000, speed: RATE_100M })));
+        s.on_ack(&k, &at, Some(&sample(5, 1000)), Some((&mut f, None, &SfcState { gen: 2000, qlen: 1000, speed: RATE_100M, gap_ns: 0 })));
     }
     assert_eq!(s.delivery().max_segs(), 5);
 }
@@ -621,7 +651,7 @@ fn closed_loop_climbs_back_from_the_minimum_window() {
         l.step();
     }
     // A burst of other traffic drove the flow to its minimum window.
-    let sig = SfcState { gen: 1, qlen: 60_000, speed: RATE_100M };
+    let sig = SfcState { gen: 1, qlen: 60_000, speed: RATE_100M, gap_ns: 0 };
     let c = conn(l.now, l.cwnd);
     let d = l.s.on_ack(&l.k, &c, None, Some((&mut l.f, None, &sig)));
     l.cwnd = d.cwnd;

@@ -42,7 +42,7 @@ fn window_cut_matches_f64_reference() {
         let mut w = rng.log_uniform(1e3, 1e9) as u32;
         let mut c = WindowCut::default();
         let mut now = rng.range(0, 1 << 40);
-        let (mut round_ref, mut round_end, mut hold_end, mut renew) = (0u32, 0u64, 0u64, false);
+        let (mut round_ref, mut round_end, mut hold_end, mut renew, mut quiet_ns) = (0u32, 0u64, 0u64, false, 0u64);
         for _ in 0..50 {
             now += rng.range(0, 2 * t);
             if rng.chance(0.5) {
@@ -53,14 +53,17 @@ fn window_cut_matches_f64_reference() {
             }
             let q = rng.log_uniform(1.0, 4e9) as u32;
             let n = if rng.chance(0.5) { 0 } else { rng.range(1, 2000) as u16 };
-            if round_ref == 0 || now >= hold_end || (now >= round_end && renew) {
+            // The signals' silence before this one (0: not measured).
+            let gap = if rng.chance(0.3) { 0 } else { rng.log_uniform(1.0, 4.0 * t as f64) as u64 };
+            if round_ref == 0 || (now >= hold_end && (gap == 0 || gap >= quiet_ns)) || (now >= round_end && renew) {
                 round_ref = w;
                 round_end = now + t;
                 renew = false;
             }
             let drain = sfc::drain_ns(q, rate as u64).min(u64::from(sfc::MAX_PAUSE_US) * 1000);
             hold_end = hold_end.max(now + drain + t);
-            let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now, n);
+            quiet_ns = drain + t;
+            let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now, n, gap);
             let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64, n as f64);
             let err = (got as f64 - want).abs();
             assert!(err <= 2.0 + want * 1e-12, "case {case}: got {got}, want {want}");
@@ -87,8 +90,8 @@ fn a_round_of_signals_cuts_no_deeper_than_its_deepest_signal() {
         for i in 0..rng.range(1, 20) {
             let q = rng.range(0, 1_000_000) as u32;
             let mut single = WindowCut::default();
-            deepest = deepest.min(single.on_signal(w0, q, rate, t, 950_000, 1448, 0, 4));
-            w = c.on_signal(w, q, rate, t, 950_000, 1448, i * (t / 20), 4);
+            deepest = deepest.min(single.on_signal(w0, q, rate, t, 950_000, 1448, 0, 4, 0));
+            w = c.on_signal(w, q, rate, t, 950_000, 1448, i * (t / 20), 4, 0);
         }
         assert_eq!(w, deepest);
     }

@@ -52,7 +52,7 @@ impl Rec {
         format!(
             "sk={sk} src={src} dst={dst} hook={} flags={:#x} now={} mss={} cwnd={} ssthresh={} srtt={} min_rtt={} \
              packets_out={} in_flight={} snd_nxt={} rs_delivered={} rs_interval={} rs_prior_in_flight={} \
-             rs_acked_sacked={} resp_rx={} resp_snd_nxt={} int={int} sfc_gen={} sfc_qlen={} sfc_speed={} \
+             rs_acked_sacked={} resp_rx={} resp_snd_nxt={} int={int} sfc_gen={} sfc_qlen={} sfc_speed={} sfc_gap={} \
              out_cwnd={} out_ssthresh={} out_pacing={} out_pacing_shift={}",
             self.hook,
             self.flags,
@@ -74,6 +74,7 @@ impl Rec {
             self.sfc.gen,
             self.sfc.qlen,
             self.sfc.speed,
+            self.sfc.gap_ns,
             self.out_cwnd,
             self.out_ssthresh,
             self.out_pacing,
@@ -142,7 +143,10 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
             resp_rx_ns: num(&kv, "resp_rx")?,
             resp_snd_nxt: num(&kv, "resp_snd_nxt")?,
             int: hex(kv.get("int").copied().unwrap_or(""))?,
-            sfc: SfcState { gen: num(&kv, "sfc_gen")?, qlen: num(&kv, "sfc_qlen")?, speed: num(&kv, "sfc_speed")? },
+            sfc: SfcState { gen: num(&kv, "sfc_gen")?, qlen: num(&kv, "sfc_qlen")?, speed: num(&kv, "sfc_speed")?,
+                // Captures from before the field: not measured.
+                gap_ns: kv.get("sfc_gap").map_or(Ok(0), |_| num(&kv, "sfc_gap"))?,
+            },
             out_cwnd: num(&kv, "out_cwnd")?,
             out_ssthresh: num(&kv, "out_ssthresh")?,
             out_pacing: num(&kv, "out_pacing")?,
