@@ -42,7 +42,8 @@
         signal, 100 ms after it and at the end), "unacked", "bytes",
         "signals"}; --storm S [--rate R]: from then on for S seconds, R
         signals per second (batches of 64 with the newest sequence
-        number), and "t_storm_end_ns"
+        number), "t_storm_end_ns", and TCP_INFO's snd_cwnd 100 ms into
+        the storm and at its end ("cwnd_cut", "cwnd_end")
   sfc_signal.py tcpsend DST PORT SECS [--dev DEV]
         one TCP connection writing as fast as it can for SECS seconds;
         prints {"sport", "isn"} once connected and {"sport", "isn",
@@ -247,12 +248,13 @@ def connect_isn(dst, port, dev):
 
 
 # struct tcp_info (include/uapi/linux/tcp.h): the fields read here.
-TI_UNACKED, TI_TOTAL_RETRANS, TI_BYTES_SENT, TI_BYTES_RETRANS = 24, 100, 200, 208
+TI_UNACKED, TI_SND_CWND, TI_TOTAL_RETRANS, TI_BYTES_SENT, TI_BYTES_RETRANS = 24, 80, 100, 200, 208
 
 
 def tcp_info(c):
     b = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
     return {"unacked": struct.unpack_from("I", b, TI_UNACKED)[0],
+            "cwnd": struct.unpack_from("I", b, TI_SND_CWND)[0],
             "retrans": struct.unpack_from("I", b, TI_TOTAL_RETRANS)[0],
             "bytes_sent": struct.unpack_from("Q", b, TI_BYTES_SENT)[0],
             "bytes_retrans": struct.unpack_from("Q", b, TI_BYTES_RETRANS)[0]}
@@ -313,8 +315,13 @@ def pause(a):
             for _ in range(64):
                 raw.send(pkt)
             signals += 64
+            # cwnd once the first signal's cut has applied (100 ms in) and
+            # as the storm ends: signals alone cut once per episode.
+            if "cwnd_cut" not in out and time.clock_gettime_ns(time.CLOCK_MONOTONIC) >= out["t_inject_ns"] + 100_000_000:
+                out["cwnd_cut"] = tcp_info(c)["cwnd"]
             if time.clock_gettime_ns(time.CLOCK_MONOTONIC) >= storm_end:
-                out.update(t_storm_end_ns=time.clock_gettime_ns(time.CLOCK_MONOTONIC), signals=signals)
+                out.update(t_storm_end_ns=time.clock_gettime_ns(time.CLOCK_MONOTONIC), signals=signals,
+                           cwnd_end=tcp_info(c)["cwnd"])
                 storm_end = None
                 c.settimeout(0.05)
             break
