@@ -6,7 +6,9 @@
 set -eu
 cd "$(dirname "$0")/../../.."
 dir=${CARGO_TARGET_DIR:-target}/panic-check
-rm -f "$dir"/release/deps/hpcc_core-*.s
+# A fresh build each time: cargo does not re-emit the assembly of a crate
+# it considers up to date, so removing only the old .s would leave none.
+cargo clean -q --release -p hpcc-core --target-dir "$dir"
 CARGO_BUILD_JOBS=1 RUSTFLAGS="-C overflow-checks=on -C panic=abort" \
     cargo rustc -q --release -p hpcc-core --lib --target-dir "$dir" -- --emit=asm
 asm=$(ls "$dir"/release/deps/hpcc_core-*.s)
