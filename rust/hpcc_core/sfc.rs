@@ -572,7 +572,9 @@ impl WindowCut {
     /// port of `rate_bps`, for a flow at window `w` with base RTT
     /// `base_rtt_ns` and target utilization `eta_ppm`, one of `flows` at
     /// its receiver (0: unknown), never below `min_w` nor above `w`.
-    /// Bytes throughout.
+    /// Bytes throughout. `gap_ns`: the signals' longest silence before this
+    /// one ([`crate::control::SfcState::gap_ns`]; 0: not measured, and the
+    /// hold's end alone ends an episode).
     #[allow(clippy::too_many_arguments)]
     pub fn on_signal(
         &mut self,
