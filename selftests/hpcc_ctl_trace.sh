@@ -15,7 +15,11 @@
 #  3. the responses carry the receiver's flow count (the INT header's
 #     padding, rcv_count_us): never 0, at most the three flows, and more
 #     than one while they overlap (under TCG python's start-up and a busy
-#     host may keep the third from overlapping the first).
+#     host may keep the third from overlapping the first);
+#  4. flow A's TSO skbs, as the bottleneck logs them, carry at most the
+#     burst its pacing shift allows (pacing rate >> shift, at least one
+#     segment), with the netns's default tcp_tso_rtt_log: TCP alone would
+#     add 8 KB to each for the 2 ms minimum RTT.
 #
 # Scenario: a 100 Mbit/s port with a buffer of one BDP (2 ms). Flow A
 # (hpcc) runs 4 s; flow C starts with it with cubic, which fills the
@@ -38,7 +42,7 @@ require_root_and_vm
 require_tools ip tc bpftool python3 modprobe
 
 ktap_print_header
-ktap_set_plan 3
+ktap_set_plan 4
 mkdir -p "$OUT"
 PIDS=()
 OLD_CLOCK=
@@ -107,6 +111,7 @@ touch "$OUT/go"
 wait $A $B $C
 sleep 0.5
 echo 0 >$TR/events/tcp_hpcc/hpcc_ctl/enable
+python3 "$INTSW_DIR/intsw.py" log "$(intsw_dir "${INTSW_BOTTLENECK%%/*}" "${INTSW_BOTTLENECK##*/}")" >"$OUT/port.log"
 
 LOST=$(awk '/^overrun:|^commit overrun:|^dropped events:/ { n += $NF } END { print n + 0 }' $TR/per_cpu/cpu*/stats)
 {
@@ -166,5 +171,28 @@ sys.exit(0 if ns and 2 <= max(ns) <= 3 and min(ns) >= 1 else 1)
 PY
 }
 ktap_check_v "responses_carry_the_receivers_flow_count" t_rcv_flows
+
+t_tso_bursts() {
+	python3 - "$OUT/ctl.trace" "$OUT/port.log" <<'PY'
+import re, sys
+recs = [dict(re.findall(r"(\w+)=(\S*)", l.split("hpcc_ctl: ", 1)[1])) for l in open(sys.argv[1]) if "hpcc_ctl: " in l]
+a = [r for r in recs if r["src"].startswith("10.1.1.1:") and int(r["hook"]) == 1 and int(r["out_pacing"]) > 0]
+if not a:
+    sys.exit("no ACK of flow A in the capture")
+port = int(a[0]["src"].rsplit(":", 1)[1])
+mss = int(a[0]["mss"])
+# The largest burst any of A's decisions allowed (rate >> shift, whole
+# segments, at least one).
+allowed = max(max(1, (int(r["out_pacing"]) >> int(r["out_pacing_shift"] or 13)) // mss) for r in a)
+# A full segment on the wire: the MSS plus Ethernet, IPv4 and TCP with
+# timestamps (14 + 20 + 32 bytes).
+wire = mss + 66
+segs = [-(-int(w) // wire) for _, _, sp, w, _ in (l.split() for l in open(sys.argv[2])) if int(sp) == port and int(w) > 200]
+over = sum(1 for s in segs if s > allowed)
+print(f"flow A: {len(segs)} data skbs at the bottleneck, {over} above {allowed} segment(s), the largest {max(segs, default=0)}")
+sys.exit(0 if len(segs) >= 1000 and over <= len(segs) // 100 else 1)
+PY
+}
+ktap_check_v "tso_skbs_within_the_pacing_burst" t_tso_bursts
 
 ktap_finished

@@ -17,7 +17,7 @@
 use crate::bindings;
 use crate::flow::{FlowObj, Mail, NoState};
 use crate::hpcc_core::control::{
-    ctl_rec as cr, AckDecision, Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
+    ctl_rec as cr, AckDecision, Conn, FlowCtl, GsoCap, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
 };
 use crate::hpcc_core::knobs::Knobs;
 use crate::params;
@@ -42,10 +42,12 @@ struct CaState {
     ctl: SockCtl,
     /// The flow's [`FlowObj`], as an address (0: none).
     flow: usize,
+    /// Our cap on `sk_gso_max_segs` and the route's own limit.
+    gso: GsoCap,
 }
 
 // SAFETY: `CaState` is integers only (`SockCtl` is `repr(C)` integers, 40
-// bytes, and `flow` a usize): valid for every bit pattern, 48 bytes,
+// bytes, `flow` a usize, `GsoCap` two u16s): valid for every bit pattern, 56 bytes,
 // 8-byte aligned, no drop glue. `flow` is only turned into a pointer after
 // `init` stored 0 and `ensure_flow` a real one.
 unsafe impl CaPriv for CaState {}
@@ -203,7 +205,7 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
             r.out_pacing_shift = d.pacing_shift;
             tp.trace_ctl(&r);
         }
-        *tp.ca::<CaState>() = CaState { ctl, flow: 0 };
+        *tp.ca::<CaState>() = CaState { ctl, flow: 0, gso: GsoCap::default() };
         tp.set_cwnd(d.cwnd);
         tp.set_ssthresh(d.ssthresh);
         // Pace (sch_fq, or TCP's internal pacing) at the rate we set, in
@@ -212,11 +214,25 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
         tp.request_pacing();
         tp.set_pacing_shift(d.pacing_shift);
         tp.set_pacing_rate(d.pacing_rate);
+        cap_tso(tp, d.tso_segs);
     })
+}
+
+/// Caps the segments per TSO skb at `segs` (within the route's limit).
+fn cap_tso(tp: &mut TcpSock<'_>, segs: u16) {
+    let current = tp.gso_max_segs();
+    let v = tp.ca::<CaState>().gso.apply(current, segs);
+    if v != current {
+        tp.set_gso_max_segs(v);
+    }
 }
 
 unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
     with_sock(sk, (), |tp| {
+        let current = tp.gso_max_segs();
+        if let Some(route) = tp.ca::<CaState>().gso.restore(current) {
+            tp.set_gso_max_segs(route);
+        }
         let owner = flow_of(tp).is_some();
         let addr = core::mem::take(&mut tp.ca::<CaState>().flow);
         if let (true, Some(p)) = (owner, NonNull::new(addr as *mut FlowObj)) {
@@ -435,6 +451,7 @@ unsafe extern "C" fn hpcc_cong_control(
         if let Some(shift) = d.pacing_shift {
             tp.set_pacing_shift(shift);
         }
+        cap_tso(tp, d.tso_segs);
         if let Some(flow) = flow {
             flow.view.set_applied(cwnd, rate);
         }

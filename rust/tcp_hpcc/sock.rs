@@ -263,6 +263,24 @@ impl<'a> TcpSock<'a> {
         };
     }
 
+    /// `sk_gso_max_segs`: the most segments TCP puts in one TSO skb.
+    #[inline]
+    pub(crate) fn gso_max_segs(&self) -> u16 {
+        // SAFETY: a u16 field of the live socket (type invariant), written
+        // only under the socket's lock (`sk_setup_caps`, our hooks), which
+        // our hooks hold.
+        unsafe { core::ptr::addr_of!((*self.tp.as_ptr()).inet_conn.icsk_inet.sk.sk_gso_max_segs).read() }
+    }
+
+    /// Sets `sk_gso_max_segs`; `tcp_tso_segs` sizes TSO skbs at most this.
+    #[inline]
+    pub(crate) fn set_gso_max_segs(&mut self, segs: u16) {
+        // SAFETY: as for `gso_max_segs`: a u16 field of the live socket
+        // (type invariant), written under the socket's lock, which our
+        // hooks hold; TCP reads it under the same lock.
+        unsafe { core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_inet.sk.sk_gso_max_segs).write(segs) };
+    }
+
     /// Asks TCP to pace this flow itself unless a qdisc (`fq`) already does,
     /// as `tcp_bbr.c` does. TCP then paces at `sk_pacing_rate`.
     #[inline]

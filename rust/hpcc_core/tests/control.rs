@@ -92,6 +92,60 @@ fn pacing_shift_zero_keeps_bursts_within_a_sixteenth_of_t() {
 }
 
 #[test]
+fn tso_skbs_carry_the_pacing_shifts_burst_not_more() {
+    // 100 Mbit/s and T = 2 ms (shift 13): 1526 B per burst, one segment;
+    // TCP alone would add 8 KB for the 2 ms minimum RTT.
+    assert_eq!(tso_segs(B, 13, MSS), 1);
+    // 10 Gbit/s, T = 20 us (shift 16): 19 kB, 13 segments.
+    assert_eq!(tso_segs(1_250_000_000, 16, MSS), 13);
+    // At least one segment; no overflow at any rate, shift or MSS.
+    assert_eq!(tso_segs(0, 13, MSS), 1);
+    assert_eq!(tso_segs(1000, 8, 0), 3);
+    assert_eq!(tso_segs(u64::MAX, 8, 1), u16::MAX);
+    assert_eq!(tso_segs(u64::MAX, 255, MSS), 1);
+    // Every decision carries it, from the rate it sets and the shift in force.
+    let k = Knobs::DEFAULT;
+    let c = Conn { min_rtt_us: 2000, srtt_us: 2000, ..conn(1_000_000, 10) };
+    let (mut s, d) = SockCtl::init(&k, &c, false);
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, d.pacing_shift, MSS));
+    assert_eq!(d.tso_segs, 1, "14600 B per 2 ms is 7.3 MB/s: 891 B per 2^-13 s");
+    let d = s.on_ack(&k, &c, Some(&sample(1, 2000)), None);
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 13, MSS));
+    let k11 = Knobs { pacing_shift: 11, ..k };
+    let d = s.on_ack(&k11, &c, Some(&sample(1, 2000)), None);
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 11, MSS));
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let sfc = SfcState::default();
+    let d = s.on_ack(&k, &c, Some(&sample(1, 2000)), Some((&mut f, None, &sfc)));
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 13, MSS));
+}
+
+#[test]
+fn the_tso_cap_keeps_the_routes_limit_and_gives_it_back() {
+    let mut g = GsoCap::default();
+    // Nothing written yet: nothing to restore.
+    assert_eq!(g.restore(64), None);
+    // Route 64: the cap applies.
+    assert_eq!(g.apply(64, 1), 1);
+    assert_eq!(g.apply(1, 5), 5, "our own value is not the route's");
+    assert_eq!(g.apply(5, 100), 64, "never above the route's limit");
+    assert_eq!(g.apply(64, 2), 2);
+    // A new route writes its own limit: that becomes the limit.
+    assert_eq!(g.apply(16, 40), 16);
+    assert_eq!(g.apply(16, 3), 3);
+    assert_eq!(g.restore(3), Some(16));
+    // The field changed under us since: not ours to restore.
+    assert_eq!(g.restore(7), None);
+    // No GSO on the route (1): one segment, and 0 is never written.
+    let mut g = GsoCap::default();
+    assert_eq!(g.apply(1, 9), 1);
+    assert_eq!(g.apply(1, 0), 1);
+    assert_eq!(g.restore(1), None, "the route's own value is still there");
+    let mut g = GsoCap::default();
+    assert_eq!(g.apply(0, 0), 1);
+}
+
+#[test]
 fn without_telemetry_the_fallback_runs() {
     let k = Knobs::DEFAULT;
     let c = Conn { ssthresh: 40, ..conn(1_000_000, 40) };
