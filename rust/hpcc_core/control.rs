@@ -288,8 +288,9 @@ pub struct AckDecision {
     pub pacing_rate: u64,
     /// `sk_pacing_shift` to set, when it follows T (`pacing_shift` 0).
     pub pacing_shift: Option<u8>,
-    /// The most segments one TSO skb may carry ([`tso_segs`]), to apply
-    /// through [`GsoCap`].
+    /// The most segments one TSO skb may carry ([`tso_segs`]) while
+    /// telemetry sets the window, to apply through [`GsoCap`]; 0 without
+    /// it: the route's own limit.
     pub tso_segs: u16,
     /// Send a probe now (then call [`FlowCtl::probe_sent`]).
     pub probe: bool,
@@ -313,8 +314,6 @@ pub struct InitDecision {
     pub pacing_shift: u8,
     /// Pacing rate to set, bytes/s.
     pub pacing_rate: u64,
-    /// The most segments one TSO skb may carry ([`tso_segs`]).
-    pub tso_segs: u16,
 }
 
 /// T for a flow: the `base_rtt_us` knob, or the flow's minimum RTT.
@@ -355,6 +354,12 @@ pub fn pacing_shift(k: &Knobs, base_rtt_ns: u64) -> u8 {
 /// late join read a queue of 3.2 kB and U above η while the fourth, whose
 /// 3-segment bursts built that queue, read 0.9 kB and kept growing (Jain
 /// 0.5 for seconds). With TSO skbs of this size: 0.9 kB each, Jain ≥ 0.95.
+///
+/// Only while telemetry sets the window: `sk_gso_max_segs` also sizes the
+/// skbs `sendmsg` builds, and a connection's first writes, before its
+/// first response, then stay in large skbs (measured: sixteen senders of
+/// an incast, each writing one message of up to 256 KB in one-segment
+/// skbs, took 3.6 ms instead of 1.1 ms to start in the VM's one CPU).
 pub fn tso_segs(pacing_rate: u64, shift: u8, mss: u32) -> u16 {
     let bytes = pacing_rate.checked_shr(u32::from(shift)).unwrap_or(0);
     u16::try_from(bytes / u64::from(mss.max(1))).unwrap_or(u16::MAX).max(1)
@@ -375,14 +380,15 @@ pub struct GsoCap {
 
 impl GsoCap {
     /// The field holds `current`; returns what to write so that a TSO skb
-    /// carries at most `want` segments and never more than the route
-    /// allows. A value other than the last one written is the route's (a
-    /// new route since): it becomes the limit.
+    /// carries at most `want` segments (0: no cap) and never more than
+    /// the route allows. A value other than the last one written is the
+    /// route's (a new route since): it becomes the limit.
     pub fn apply(&mut self, current: u16, want: u16) -> u16 {
         if self.set == 0 || current != self.set {
             self.route = current;
         }
-        self.set = want.clamp(1, self.route.max(1));
+        let route = self.route.max(1);
+        self.set = if want == 0 { route } else { want.clamp(1, route) };
         self.set
     }
 
@@ -729,8 +735,7 @@ impl SockCtl {
             _ => default_pacing(cwnd, cwnd, c.packets_out, c.mss, c.srtt_us),
         };
         let pacing_shift = pacing_shift(k, base_rtt_ns(k, c.min_rtt_us));
-        let tso_segs = tso_segs(pacing_rate, pacing_shift, c.mss);
-        (st, InitDecision { cwnd, ssthresh: cwnd, pacing_shift, pacing_rate, tso_segs })
+        (st, InitDecision { cwnd, ssthresh: cwnd, pacing_shift, pacing_rate })
     }
 
     /// Whether the glue should create the flow's telemetry state now (it
@@ -831,7 +836,6 @@ impl SockCtl {
             c.cwnd
         };
         d.pacing_rate = default_pacing(d.cwnd, c.ssthresh, c.packets_out, c.mss, c.srtt_us);
-        d.tso_segs = tso_segs(d.pacing_rate, shift, c.mss);
         d
     }
 }

@@ -214,11 +214,11 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
         tp.request_pacing();
         tp.set_pacing_shift(d.pacing_shift);
         tp.set_pacing_rate(d.pacing_rate);
-        cap_tso(tp, d.tso_segs);
     })
 }
 
-/// Caps the segments per TSO skb at `segs` (within the route's limit).
+/// Caps the segments per TSO skb at `segs` (within the route's limit;
+/// 0: the route's limit).
 fn cap_tso(tp: &mut TcpSock<'_>, segs: u16) {
     let current = tp.gso_max_segs();
     let v = tp.ca::<CaState>().gso.apply(current, segs);

@@ -103,21 +103,30 @@ fn tso_skbs_carry_the_pacing_shifts_burst_not_more() {
     assert_eq!(tso_segs(1000, 8, 0), 3);
     assert_eq!(tso_segs(u64::MAX, 8, 1), u16::MAX);
     assert_eq!(tso_segs(u64::MAX, 255, MSS), 1);
-    // Every decision carries it, from the rate it sets and the shift in force.
+    // Decisions on telemetry carry it, from the rate they set and the
+    // shift in force; without telemetry (and at init) no cap: sendmsg
+    // builds its skbs from the same limit.
     let k = Knobs::DEFAULT;
     let c = Conn { min_rtt_us: 2000, srtt_us: 2000, ..conn(1_000_000, 10) };
-    let (mut s, d) = SockCtl::init(&k, &c, false);
-    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, d.pacing_shift, MSS));
-    assert_eq!(d.tso_segs, 1, "14600 B per 2 ms is 7.3 MB/s: 891 B per 2^-13 s");
-    let d = s.on_ack(&k, &c, Some(&sample(1, 2000)), None);
-    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 13, MSS));
-    let k11 = Knobs { pacing_shift: 11, ..k };
-    let d = s.on_ack(&k11, &c, Some(&sample(1, 2000)), None);
-    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 11, MSS));
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    assert_eq!(s.on_ack(&k, &c, Some(&sample(1, 2000)), None).tso_segs, 0);
     let mut f = FlowCtl::new(&k, &c).unwrap();
     let sfc = SfcState::default();
-    let d = s.on_ack(&k, &c, Some(&sample(1, 2000)), Some((&mut f, None, &sfc)));
+    let stack = int(1_000_000, 0, 0);
+    let r = Response { rx_ns: 1_000_000, snd_nxt: 1, int: &stack };
+    s.on_ack(&k, &c, Some(&sample(1, 2000)), Some((&mut f, Some(&r), &sfc)));
+    let stack = int(3_000_000, 25_000, 0);
+    let c2 = Conn { now_ns: 3_000_000, ..c };
+    let r = Response { rx_ns: 3_000_000, snd_nxt: 1, int: &stack };
+    let d = s.on_ack(&k, &c2, Some(&sample(1, 2000)), Some((&mut f, Some(&r), &sfc)));
+    assert!(d.notes.has(Note::HpccAck), "telemetry decides");
     assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 13, MSS));
+    assert_eq!(d.tso_segs, 1, "at most one 2^-13 s burst of about B");
+    let k11 = Knobs { pacing_shift: 11, ..k };
+    let c3 = Conn { now_ns: 3_100_000, ..c };
+    let d = s.on_ack(&k11, &c3, Some(&sample(1, 2000)), Some((&mut f, None, &sfc)));
+    assert!(d.notes.has(Note::HpccAck));
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 11, MSS));
 }
 
 #[test]
@@ -136,6 +145,9 @@ fn the_tso_cap_keeps_the_routes_limit_and_gives_it_back() {
     assert_eq!(g.restore(3), Some(16));
     // The field changed under us since: not ours to restore.
     assert_eq!(g.restore(7), None);
+    // No cap asked (0): the route's limit back.
+    assert_eq!(g.apply(3, 0), 16);
+    assert_eq!(g.restore(16), None, "nothing of ours left");
     // No GSO on the route (1): one segment, and 0 is never written.
     let mut g = GsoCap::default();
     assert_eq!(g.apply(1, 9), 1);
