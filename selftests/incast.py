@@ -196,6 +196,11 @@ def pct(v, q):
     return nearest_rank(v, q) if len(v) else None
 
 
+def segments(wire):
+    """Packets on the wire in a logged skb of WIRE bytes (Ethernet MTU 1500)."""
+    return max(1, -(-wire // 1514))
+
+
 def metrics(log_path, run_path, rate_bps, rtt_us):
     """The incast's numbers (see incast.sh) from the bottleneck's packet log
     (rows: t_ns backlog sport wire dropped) and run's JSON."""
@@ -206,7 +211,11 @@ def metrics(log_path, run_path, rate_bps, rtt_us):
     t0 = min(f["first_send_ns"] for f in r["flows"])
     t_end = r["t_done_ns"] or max((f["last_recv_ns"] or t0) for f in r["flows"])
     inc = [x for x in rows if t0 <= x[0] <= t_end]
-    q = [x[1] for x in inc if x[0] >= t0 + rtt_ns]
+    # The backlog each packet on the wire found: a TSO skb's segments are
+    # packets too, segment i with the i before it also ahead (as the
+    # emulator's histogram counts them). Per skb, a 5-segment burst into a
+    # full queue would count once, like one segment into an empty one.
+    q = [x[1] + i * x[3] // n for x in inc if x[0] >= t0 + rtt_ns for n in (segments(x[3]),) for i in range(n)]
     total = sum(f["bytes"] for f in r["flows"])
     completion_ns = t_end - t0
     ideal_ns = total * 8e9 / rate_bps + rtt_ns

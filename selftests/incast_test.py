@@ -66,6 +66,19 @@ def t_late_drops_and_queue_windows():
     return ok, json.dumps(m)
 
 
+def t_queue_counts_every_segment():
+    # 200 one-segment skbs find the port empty; one skb of five segments
+    # (a TSO burst) finds 2 BDP ahead of it. The queue figures are per
+    # packet on the wire: its five segments are 5 of 205 samples, above
+    # the p99, each with the segments before it ahead of it as well.
+    rtt = RTT_US * 1000
+    rows = [(T0 + rtt + i * 130_000, 0, 1, 1514, 0) for i in range(200)]
+    rows.append((T0 + rtt + 200 * 130_000, 50_000, 2, 5 * 1514, 0))
+    m = metrics(rows, run_of([205 * 1448], T0 + rtt + 202 * 130_000))
+    ok = m["q_p50_bdp"] == 0.0 and m["q_p99_bdp"] == round((50_000 + 2 * 1514) / 25_000, 3)
+    return ok, json.dumps(m)
+
+
 def t_completion_ideal_and_victim():
     rtt = RTT_US * 1000
     rpcs = [[T0 - 10_000_000, 1_000_000],    # over before the incast: not counted
@@ -89,7 +102,7 @@ def t_incomplete_run_is_flagged():
 
 
 TESTS = [t_sizes_repeat_per_repetition, t_back_to_back_link_is_fully_used, t_late_drops_and_queue_windows,
-         t_completion_ideal_and_victim, t_incomplete_run_is_flagged]
+         t_queue_counts_every_segment, t_completion_ideal_and_victim, t_incomplete_run_is_flagged]
 
 
 if __name__ == "__main__":
