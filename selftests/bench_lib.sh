@@ -17,8 +17,9 @@
 #       sender_gso=0 (senders' devices without TSO/GSO and with
 #       gso_max_segs 1: one packet per skb from TCP on)
 #       sender_fq=1 (sch_fq on the senders, for every algorithm: how paced
-#       congestion controls are deployed) tso_rtt_log=0 (senders' TSO bursts
-#       sized by the pacing rate only, not inflated for small RTTs)
+#       congestion controls are deployed) tso_rtt_log=N (the senders'
+#       net.ipv4.tcp_tso_rtt_log; unset: the kernel's, as users run it.
+#       hpcc sizes its TSO bursts from its pacing rate whatever it is)
 #   Prints one JSON object (also appended to $BENCH_JSON if set):
 #       algo, flows, topo, rate_mbit, rtt_us, bdp_bytes, secs,
 #       util (bottleneck departures / B over the flows' steady part),
@@ -163,7 +164,7 @@ bench_scenario() {
 		for i in $(seq 1 "$n"); do senders+=("${HPCC_NS}-s$i"); src+=("10.1.$i.1"); done
 	fi
 	local ns rtt_log
-	rtt_log=$(_bench_kv tso_rtt_log 0 "$@")
+	rtt_log=$(_bench_kv tso_rtt_log "" "$@")
 	# ECN stays at the kernel default (tcp_ecn=2: accepted when asked):
 	# dctcp asks for it, the other algorithms do not, so CE marking at K
 	# only ever acts on dctcp.
