@@ -213,9 +213,11 @@ def metrics(log_path, run_path, rate_bps, rtt_us):
     inc = [x for x in rows if t0 <= x[0] <= t_end]
     # The backlog each packet on the wire found: a TSO skb's segments are
     # packets too, segment i with the i before it also ahead (as the
-    # emulator's histogram counts them). Per skb, a 5-segment burst into a
-    # full queue would count once, like one segment into an empty one.
-    q = [x[1] + i * x[3] // n for x in inc if x[0] >= t0 + rtt_ns for n in (segments(x[3]),) for i in range(n)]
+    # emulator's histogram counts them; a dropped skb's segments all found
+    # the same full queue). Per skb, a 5-segment burst into a full queue
+    # would count once, like one segment into an empty one.
+    q = [x[1] + (0 if x[4] else i * x[3] // n)
+         for x in inc if x[0] >= t0 + rtt_ns for n in (segments(x[3]),) for i in range(n)]
     total = sum(f["bytes"] for f in r["flows"])
     completion_ns = t_end - t0
     ideal_ns = total * 8e9 / rate_bps + rtt_ns

@@ -76,7 +76,12 @@ def t_queue_counts_every_segment():
     rows.append((T0 + rtt + 200 * 130_000, 50_000, 2, 5 * 1514, 0))
     m = metrics(rows, run_of([205 * 1448], T0 + rtt + 202 * 130_000))
     ok = m["q_p50_bdp"] == 0.0 and m["q_p99_bdp"] == round((50_000 + 2 * 1514) / 25_000, 3)
-    return ok, json.dumps(m)
+    # Dropped, the same skb's segments all found the full queue: no sample
+    # above the buffer's 99,000 B.
+    rows[-1] = (rows[-1][0], 99_000, 2, 5 * 1514, 1)
+    d = metrics(rows, run_of([205 * 1448], T0 + rtt + 202 * 130_000))
+    ok = ok and d["q_p99_bdp"] == 3.96
+    return ok, json.dumps(m) + " " + json.dumps(d)
 
 
 def t_completion_ideal_and_victim():
