@@ -19,10 +19,11 @@
 #  4. flow A's TSO skbs, as the bottleneck logs them, carry at most the
 #     burst its pacing shift allows (pacing rate >> shift, at least one
 #     segment), with the netns's default tcp_tso_rtt_log: TCP alone would
-#     add 8 KB to each for the 2 ms minimum RTT.
+#     add 8 KB to each for the 2 ms minimum RTT; and once A has switched
+#     to cubic, TCP sizes them again (the route's limit is back).
 #
 # Scenario: a 100 Mbit/s port with a buffer of one BDP (2 ms). Flow A
-# (hpcc) runs 4 s; flow C starts with it with cubic, which fills the
+# (hpcc) runs 4 s, then 1 s more with cubic; flow C starts with it with cubic, which fills the
 # buffer, and switches to hpcc after 0.3 s for 3 s; flow B (hpcc) joins
 # after 0.6 s for 2.5 s.
 #
@@ -99,7 +100,7 @@ for cc, secs in plan:
 s.close()
 '
 rm -f "$OUT"/*.ready "$OUT/go"
-ip netns exec ${HPCC_NS}-s1 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/a.ready" "$OUT/go" 0 hpcc:4 >"$OUT/a.out" 2>&1 &
+ip netns exec ${HPCC_NS}-s1 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/a.ready" "$OUT/go" 0 hpcc:4 cubic:1 >"$OUT/a.out" 2>&1 &
 A=$!
 ip netns exec ${HPCC_NS}-s2 python3 -c "$SENDER" 10.0.2.1 $PORT "$OUT/c.ready" "$OUT/go" 0 cubic:0.3 hpcc:3 \
 	>"$OUT/c.out" 2>&1 &
@@ -187,12 +188,21 @@ allowed = max(max(1, (int(r["out_pacing"]) >> int(r["out_pacing_shift"] or 13)) 
 # A full segment on the wire: the MSS plus Ethernet, IPv4 and TCP with
 # timestamps (14 + 20 + 32 bytes).
 wire = mss + 66
-segs = [-(-int(w) // wire) for _, _, sp, w, _ in (l.split() for l in open(sys.argv[2])) if int(sp) == port and int(w) > 200]
+# hpcc's part: up to its last decision; cubic's: from 50 ms after it.
+last = max(int(r["now"]) for r in a)
+log = [(int(t), -(-int(w) // wire)) for t, _, sp, w, _ in (l.split() for l in open(sys.argv[2]))
+       if int(sp) == port and int(w) > 200]
+segs = [n for t, n in log if t <= last]
+after = [n for t, n in log if t > last + 50_000_000]
 over = sum(1 for s in segs if s > allowed)
-print(f"flow A: {len(segs)} data skbs at the bottleneck, {over} above {allowed} segment(s), the largest {max(segs, default=0)}")
-sys.exit(0 if len(segs) >= 1000 and over <= len(segs) // 100 else 1)
+multi = sum(1 for s in after if s > 1)
+print(f"flow A with hpcc: {len(segs)} data skbs at the bottleneck, {over} above {allowed} segment(s), "
+      f"the largest {max(segs, default=0)}; then with cubic: {len(after)} skbs, {multi} of more than one "
+      f"segment, the largest {max(after, default=0)}")
+sys.exit(0 if len(segs) >= 1000 and over <= len(segs) // 100 and len(after) >= 100 and multi >= len(after) // 100 + 1
+         else 1)
 PY
 }
-ktap_check_v "tso_skbs_within_the_pacing_burst" t_tso_bursts
+ktap_check_v "tso_skbs_within_the_pacing_burst_until_hpcc_leaves" t_tso_bursts
 
 ktap_finished
