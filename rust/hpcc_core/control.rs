@@ -382,10 +382,17 @@ impl GsoCap {
     /// The field holds `current`; returns what to write so that a TSO skb
     /// carries at most `want` segments (0: no cap) and never more than
     /// the route allows. A value other than the last one written is the
-    /// route's (a new route since): it becomes the limit.
-    pub fn apply(&mut self, current: u16, want: u16) -> u16 {
+    /// route's (a new route since): it becomes the limit. `can_gso`
+    /// false (`sk_can_gso`: a route without GSO, or a socket with GSO
+    /// disabled, as for TCP-MD5 keys): the limit is one segment, as
+    /// `sk_setup_caps` would write, even when it wrote the value we had
+    /// written ourselves.
+    pub fn apply(&mut self, current: u16, want: u16, can_gso: bool) -> u16 {
         if self.set == 0 || current != self.set {
             self.route = current;
+        }
+        if !can_gso {
+            self.route = 1;
         }
         let route = self.route.max(1);
         self.set = if want == 0 { route } else { want.clamp(1, route) };
@@ -393,9 +400,11 @@ impl GsoCap {
     }
 
     /// The socket leaves hpcc with `current` in the field: the route's
-    /// limit to write back, unless the field is not ours any more.
-    pub fn restore(&self, current: u16) -> Option<u16> {
-        (self.set != 0 && current == self.set && self.route != self.set).then_some(self.route)
+    /// limit to write back (one segment without GSO), unless the field is
+    /// not ours any more.
+    pub fn restore(&self, current: u16, can_gso: bool) -> Option<u16> {
+        let route = if can_gso { self.route } else { 1 };
+        (self.set != 0 && current == self.set && route != self.set).then_some(route)
     }
 }
 

@@ -220,8 +220,8 @@ unsafe extern "C" fn hpcc_init(sk: *mut bindings::sock) {
 /// Caps the segments per TSO skb at `segs` (within the route's limit;
 /// 0: the route's limit).
 fn cap_tso(tp: &mut TcpSock<'_>, segs: u16) {
-    let current = tp.gso_max_segs();
-    let v = tp.ca::<CaState>().gso.apply(current, segs);
+    let (current, gso) = (tp.gso_max_segs(), tp.can_gso());
+    let v = tp.ca::<CaState>().gso.apply(current, segs, gso);
     if v != current {
         tp.set_gso_max_segs(v);
     }
@@ -229,8 +229,8 @@ fn cap_tso(tp: &mut TcpSock<'_>, segs: u16) {
 
 unsafe extern "C" fn hpcc_release(sk: *mut bindings::sock) {
     with_sock(sk, (), |tp| {
-        let current = tp.gso_max_segs();
-        if let Some(route) = tp.ca::<CaState>().gso.restore(current) {
+        let (current, gso) = (tp.gso_max_segs(), tp.can_gso());
+        if let Some(route) = tp.ca::<CaState>().gso.restore(current, gso) {
             tp.set_gso_max_segs(route);
         }
         let owner = flow_of(tp).is_some();

@@ -35,6 +35,11 @@ bool hpcc_tcp_is_cwnd_limited(const struct sock *sk)
 	return tcp_is_cwnd_limited(sk);
 }
 
+bool hpcc_sk_can_gso(const struct sock *sk)
+{
+	return sk_can_gso(sk);
+}
+
 void hpcc_rcu_read_lock(void)
 {
 	rcu_read_lock();

@@ -272,6 +272,15 @@ impl<'a> TcpSock<'a> {
         unsafe { core::ptr::addr_of!((*self.tp.as_ptr()).inet_conn.icsk_inet.sk.sk_gso_max_segs).read() }
     }
 
+    /// Whether the route and the socket allow GSO (`sk_can_gso`): if not,
+    /// `sk_setup_caps` sets `sk_gso_max_segs` to 1.
+    #[inline]
+    pub(crate) fn can_gso(&self) -> bool {
+        // SAFETY: the helper only reads `sk_route_caps` and `sk_gso_type`
+        // of the live socket (type invariant), under the socket's lock.
+        unsafe { bindings::hpcc_sk_can_gso(self.tp.as_ptr().cast()) }
+    }
+
     /// Sets `sk_gso_max_segs`; `tcp_tso_segs` sizes TSO skbs at most this.
     #[inline]
     pub(crate) fn set_gso_max_segs(&mut self, segs: u16) {

@@ -133,28 +133,40 @@ fn tso_skbs_carry_the_pacing_shifts_burst_not_more() {
 fn the_tso_cap_keeps_the_routes_limit_and_gives_it_back() {
     let mut g = GsoCap::default();
     // Nothing written yet: nothing to restore.
-    assert_eq!(g.restore(64), None);
+    assert_eq!(g.restore(64, true), None);
     // Route 64: the cap applies.
-    assert_eq!(g.apply(64, 1), 1);
-    assert_eq!(g.apply(1, 5), 5, "our own value is not the route's");
-    assert_eq!(g.apply(5, 100), 64, "never above the route's limit");
-    assert_eq!(g.apply(64, 2), 2);
+    assert_eq!(g.apply(64, 1, true), 1);
+    assert_eq!(g.apply(1, 5, true), 5, "our own value is not the route's");
+    assert_eq!(g.apply(5, 100, true), 64, "never above the route's limit");
+    assert_eq!(g.apply(64, 2, true), 2);
     // A new route writes its own limit: that becomes the limit.
-    assert_eq!(g.apply(16, 40), 16);
-    assert_eq!(g.apply(16, 3), 3);
-    assert_eq!(g.restore(3), Some(16));
+    assert_eq!(g.apply(16, 40, true), 16);
+    assert_eq!(g.apply(16, 3, true), 3);
+    assert_eq!(g.restore(3, true), Some(16));
     // The field changed under us since: not ours to restore.
-    assert_eq!(g.restore(7), None);
+    assert_eq!(g.restore(7, true), None);
     // No cap asked (0): the route's limit back.
-    assert_eq!(g.apply(3, 0), 16);
-    assert_eq!(g.restore(16), None, "nothing of ours left");
+    assert_eq!(g.apply(3, 0, true), 16);
+    assert_eq!(g.restore(16, true), None, "nothing of ours left");
     // No GSO on the route (1): one segment, and 0 is never written.
     let mut g = GsoCap::default();
-    assert_eq!(g.apply(1, 9), 1);
-    assert_eq!(g.apply(1, 0), 1);
-    assert_eq!(g.restore(1), None, "the route's own value is still there");
+    assert_eq!(g.apply(1, 9, true), 1);
+    assert_eq!(g.apply(1, 0, true), 1);
+    assert_eq!(g.restore(1, true), None, "the route's own value is still there");
     let mut g = GsoCap::default();
-    assert_eq!(g.apply(0, 0), 1);
+    assert_eq!(g.apply(0, 0, true), 1);
+    // The route rewritten to one segment (no GSO: an xfrm route, TCP-MD5)
+    // while our cap was one segment too: the value alone cannot tell, the
+    // socket's GSO flag can. Never above one, and one is what goes back.
+    let mut g = GsoCap::default();
+    assert_eq!(g.apply(64, 1, true), 1);
+    assert_eq!(g.apply(1, 1, false), 1);
+    assert_eq!(g.apply(1, 5, false), 1, "not 5: the socket cannot GSO");
+    assert_eq!(g.apply(1, 0, false), 1, "not 64 either");
+    assert_eq!(g.restore(1, false), None, "one segment is already there");
+    let mut g = GsoCap::default();
+    assert_eq!(g.apply(64, 3, true), 3);
+    assert_eq!(g.restore(3, false), Some(1), "GSO disabled since: one segment, not 64");
 }
 
 #[test]
