@@ -216,8 +216,9 @@ def metrics(log_path, run_path, rate_bps, rtt_us):
     # emulator's histogram counts them; a dropped skb's segments all found
     # the same full queue). Per skb, a 5-segment burst into a full queue
     # would count once, like one segment into an empty one.
-    q = [x[1] + (0 if x[4] else i * x[3] // n)
-         for x in inc if x[0] >= t0 + rtt_ns for n in (segments(x[3]),) for i in range(n)]
+    def per_packet(rows):
+        return [x[1] + (0 if x[4] else i * x[3] // n) for x in rows for n in (segments(x[3]),) for i in range(n)]
+    q = per_packet(x for x in inc if x[0] >= t0 + rtt_ns)
     total = sum(f["bytes"] for f in r["flows"])
     completion_ns = t_end - t0
     ideal_ns = total * 8e9 / rate_bps + rtt_ns
@@ -237,7 +238,7 @@ def metrics(log_path, run_path, rate_bps, rtt_us):
         "late_drops": sum(x[4] for x in inc if x[0] > t0 + 2 * rtt_ns),
         "q_p50_bdp": round(pct(q, 0.5) / bdp, 3) if q else None,
         "q_p99_bdp": round(pct(q, 0.99) / bdp, 3) if q else None,
-        "q_max_bdp": round(max(x[1] for x in inc) / bdp, 3) if inc else None,
+        "q_max_bdp": round(max(per_packet(inc)) / bdp, 3) if inc else None,
         "completion_ms": round(completion_ns / 1e6, 3),
         "start_spread_ms": round((max(f["first_send_ns"] for f in r["flows"]) - t0) / 1e6, 3),
         "ideal_ms": round(ideal_ns / 1e6, 3),

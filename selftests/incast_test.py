@@ -75,7 +75,8 @@ def t_queue_counts_every_segment():
     rows = [(T0 + rtt + i * 130_000, 0, 1, 1514, 0) for i in range(200)]
     rows.append((T0 + rtt + 200 * 130_000, 50_000, 2, 5 * 1514, 0))
     m = metrics(rows, run_of([205 * 1448], T0 + rtt + 202 * 130_000))
-    ok = m["q_p50_bdp"] == 0.0 and m["q_p99_bdp"] == round((50_000 + 2 * 1514) / 25_000, 3)
+    ok = (m["q_p50_bdp"] == 0.0 and m["q_p99_bdp"] == round((50_000 + 2 * 1514) / 25_000, 3)
+          and m["q_max_bdp"] == round((50_000 + 4 * 1514) / 25_000, 3))
     # Dropped, the same skb's segments all found the full queue: no sample
     # above the buffer's 99,000 B.
     rows[-1] = (rows[-1][0], 99_000, 2, 5 * 1514, 1)
