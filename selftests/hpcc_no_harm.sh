@@ -93,22 +93,31 @@ print(round(e["sum_received"]["bits_per_second"] / 1e6, 1),
       round(e["cpu_utilization_percent"]["host_total"], 1),
       round(e["cpu_utilization_percent"]["remote_total"], 1))' || echo "0 0 0"
 }
-modprobe -r tcp_hpcc 2>/dev/null
-topo_line
-for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; do
-	set -- $ns_dev
-	ip netns exec "$1" ethtool -K "$2" tso off gso off gro off >/dev/null 2>&1
-done
-ip -n "$NS_SND" link set veth0 gso_max_segs 1
-declare -a COST_OFF COST_ON
-install_module >/dev/null 2>&1 || { ktap_test_fail "module_installs"; ktap_finished; }
-for rep in 1 2; do
-	COST_OFF+=("$(cost_run off)")
-	modprobe tcp_hpcc && hpcc_allow
-	COST_ON+=("$(cost_run on)")
-	[ $rep = 2 ] || modprobe -r tcp_hpcc
-done
-topo_cleanup
+# cost_measure: two rounds of module absent / loaded, alternating, on a
+# fresh topology; sets COST_OUT and COST_RC and prints the result.
+cost_measure() {
+	modprobe -r tcp_hpcc 2>/dev/null
+	topo_line
+	for ns_dev in "$NS_SND veth0" "$NS_SW sw-snd" "$NS_SW sw-rcv" "$NS_RCV veth0"; do
+		set -- $ns_dev
+		ip netns exec "$1" ethtool -K "$2" tso off gso off gro off >/dev/null 2>&1
+	done
+	ip -n "$NS_SND" link set veth0 gso_max_segs 1
+	COST_OFF=()
+	COST_ON=()
+	local rep
+	for rep in 1 2; do
+		COST_OFF+=("$(cost_run off)")
+		modprobe tcp_hpcc && hpcc_allow
+		COST_ON+=("$(cost_run on)")
+		[ $rep = 2 ] || modprobe -r tcp_hpcc
+	done
+	topo_cleanup
+	COST_OUT=$(t_cost)
+	COST_RC=$?
+	ktap_print_msg "$COST_OUT"
+	echo "$COST_OUT" >"$OUT/foreign_cost.txt"
+}
 t_cost() {
 	"$PY" - "${COST_OFF[@]}" "${COST_ON[@]}" <<-'EOF'
 	import sys
@@ -122,15 +131,15 @@ t_cost() {
 	sys.exit(0 if m(off, 0) > 0 and m(on, 0) >= 0.8 * m(off, 0) else 1)
 	EOF
 }
-COST_OUT=$(t_cost)
-COST_RC=$?
-ktap_print_msg "$COST_OUT"
-echo "$COST_OUT" >"$OUT/foreign_cost.txt"
+declare -a COST_OFF COST_ON
+install_module >/dev/null 2>&1 || { ktap_test_fail "module_installs"; ktap_finished; }
+cost_measure
 # A throughput check like the others: skipped when the VM is too slow for
-# them (plain TCG on a busy host has shown ratios from 0.59 to 1.04 for the
-# same module; in virtual time it is 0.99, see docs/history.md).
+# them, and measured once more if it fails on a host that carries B (plain
+# TCG on a busy host has shown ratios from 0.59 to 1.32 for the same
+# module; in virtual time it is 0.99, see docs/history.md).
 t_cost_ok() { [ $COST_RC -eq 0 ]; }
-ktap_perf_check "foreign_traffic_cost_measured" t_cost_ok
+ktap_perf_check "foreign_traffic_cost_measured" t_cost_ok cost_measure
 
 { lsmod | grep -q '^tcp_hpcc' || modprobe tcp_hpcc; } && hpcc_allow || { ktap_test_fail "module_loads"; ktap_finished; }
 DEF_PROBE_DSCP=$(cat $P/probe_dscp)
