@@ -179,7 +179,7 @@ struct hpcc_ctl_rec {
 	__u8 sfc_speed;		/* SFC cell: the port's speed code */
 	__u8 out_pacing_shift;	/* sk_pacing_shift set (0: left alone) */
 	__u16 flags;		/* HPCC_CTL_* */
-	__u16 _pad2;
+	__u16 out_tso_segs;	/* most segments per TSO skb asked (0: the route's) */
 	__u64 now_ns;
 	__u32 mss;		/* mss_cache */
 	__u32 cwnd;		/* snd_cwnd before the hook */
@@ -202,6 +202,7 @@ struct hpcc_ctl_rec {
 	__u32 out_cwnd;		/* the decision, segments (before snd_cwnd_clamp) */
 	__u32 out_ssthresh;
 	__u64 out_pacing;	/* bytes/s (before SO_MAX_PACING_RATE) */
+	__u64 max_pacing_rate;	/* sk_max_pacing_rate, bytes/s (~0: none) */
 };
 
 /* Fires the tcp_hpcc:hpcc_ctl tracepoint; whether it is enabled. */

@@ -109,7 +109,7 @@ TRACE_EVENT(hpcc_ctl,
 	/* One key=value per field, for hpcc-replay --ctl, which reads the
 	 * tracefs text (the record is one struct field: perf and trace-cmd
 	 * print the raw event, not these names). */
-	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u sfc_gap=%llu out_cwnd=%u out_ssthresh=%u out_pacing=%llu out_pacing_shift=%u",
+	TP_printk("sk=%p src=%pISpc dst=%pISpc hook=%u flags=%#x now=%llu mss=%u cwnd=%u ssthresh=%u srtt=%u min_rtt=%u packets_out=%u in_flight=%u snd_nxt=%u rs_delivered=%u rs_interval=%llu rs_prior_in_flight=%u rs_acked_sacked=%u resp_rx=%llu resp_snd_nxt=%u int=%s sfc_gen=%u sfc_qlen=%u sfc_speed=%u sfc_gap=%llu out_cwnd=%u out_ssthresh=%u out_pacing=%llu out_pacing_shift=%u out_tso_segs=%u max_pacing=%llu",
 		  __entry->skaddr, __entry->saddr, __entry->daddr,
 		  __entry->r.hook, __entry->r.flags, __entry->r.now_ns,
 		  __entry->r.mss, __entry->r.cwnd, __entry->r.ssthresh,
@@ -123,7 +123,8 @@ TRACE_EVENT(hpcc_ctl,
 		  __entry->r.sfc_gen, __entry->r.sfc_qlen, __entry->r.sfc_speed,
 		  __entry->r.sfc_gap_ns,
 		  __entry->r.out_cwnd, __entry->r.out_ssthresh,
-		  __entry->r.out_pacing, __entry->r.out_pacing_shift)
+		  __entry->r.out_pacing, __entry->r.out_pacing_shift,
+		  __entry->r.out_tso_segs, __entry->r.max_pacing_rate)
 );
 
 /* The outcome names, resolved for user-space decoders (perf, trace-cmd). */

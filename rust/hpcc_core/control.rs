@@ -66,7 +66,7 @@ pub const STATE_RETRY_NS: u64 = 100_000_000;
 
 /// What the connection shows at a hook (the `tcp_sock` fields, as TCP
 /// keeps them; RTTs 0 or `u32::MAX` when unknown).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conn {
     /// Host clock, ns.
     pub now_ns: u64,
@@ -90,6 +90,28 @@ pub struct Conn {
     pub in_reduction: bool,
     /// `tcp_is_cwnd_limited()`.
     pub cwnd_limited: bool,
+    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`), bytes/s: the kernel
+    /// paces at most at this, whatever rate is set; `u64::MAX` without it.
+    pub max_pacing_rate: u64,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Self {
+            now_ns: 0,
+            mss: 0,
+            cwnd: 0,
+            ssthresh: 0,
+            srtt_us: 0,
+            min_rtt_us: 0,
+            packets_out: 0,
+            in_flight: 0,
+            snd_nxt: 0,
+            in_reduction: false,
+            cwnd_limited: false,
+            max_pacing_rate: u64::MAX,
+        }
+    }
 }
 
 impl Conn {
@@ -286,8 +308,11 @@ pub struct AckDecision {
     pub cwnd: u32,
     /// Pacing rate to set, bytes/s.
     pub pacing_rate: u64,
-    /// `sk_pacing_shift` to set, when it follows T (`pacing_shift` 0).
-    pub pacing_shift: Option<u8>,
+    /// `sk_pacing_shift` to set ([`pacing_shift`]): the knob, or with 0
+    /// from the flow's T (from the minimum RTT without flow state). Set on
+    /// every ACK: a knob changed at runtime reaches the socket, and
+    /// [`AckDecision::tso_segs`] is computed with the shift in force.
+    pub pacing_shift: u8,
     /// The most segments one TSO skb may carry ([`tso_segs`]) while
     /// telemetry sets the window, to apply through [`GsoCap`]; 0 without
     /// it: the route's own limit.
@@ -690,9 +715,7 @@ impl FlowCtl {
         d: &mut AckDecision,
     ) -> Option<(u32, u64)> {
         self.follow_rtt(k, c);
-        if k.pacing_shift == 0 {
-            d.pacing_shift = Some(pacing_shift(k, self.base_rtt_ns));
-        }
+        d.pacing_shift = pacing_shift(k, self.base_rtt_ns);
         self.max_in_flight = self.max_in_flight.max(c.in_flight).max(prior_in_flight);
         // The response first: a signal on the same ACK then knows the
         // receiver's flow count.
@@ -814,12 +837,10 @@ impl SockCtl {
         if d.notes.has(Note::SfcWindowCut) {
             self.sfc_cut_until_ns = c.sfc_reach_until(k);
         }
-        if k.pacing_shift == 0 && d.pacing_shift.is_none() {
+        if d.pacing_shift == 0 {
             // No flow state: T from the minimum RTT, as a new flow takes it.
-            d.pacing_shift = Some(pacing_shift(k, base_rtt_ns(k, c.min_rtt_us)));
+            d.pacing_shift = pacing_shift(k, base_rtt_ns(k, c.min_rtt_us));
         }
-        // The shift in force: the one just decided, or the knob's.
-        let shift = d.pacing_shift.unwrap_or_else(|| pacing_shift(k, 0));
         let p = k.fallback();
         if let Some((window, rate)) = hpcc {
             d.notes.add(Note::HpccAck);
@@ -833,7 +854,9 @@ impl SockCtl {
             }
             d.cwnd = p.clamp(segs);
             d.pacing_rate = rate;
-            d.tso_segs = tso_segs(rate, shift, c.mss);
+            // The kernel paces at most at SO_MAX_PACING_RATE: a burst of
+            // the shift is of that rate.
+            d.tso_segs = tso_segs(rate.min(c.max_pacing_rate), d.pacing_shift, c.mss);
             return d;
         }
         d.notes.add(Note::FallbackAck);

@@ -77,6 +77,7 @@ fn conn(tp: &TcpSock<'_>, now_ns: u64) -> Conn {
         snd_nxt: tp.snd_nxt(),
         in_reduction: tp.in_cwnd_reduction(),
         cwnd_limited: tp.is_cwnd_limited(),
+        max_pacing_rate: tp.max_pacing_rate(),
     }
 }
 
@@ -175,6 +176,7 @@ fn ctl_rec(hook: u8, c: &Conn, flags: u16) -> bindings::hpcc_ctl_rec {
     r.packets_out = c.packets_out;
     r.in_flight = c.in_flight;
     r.snd_nxt = c.snd_nxt;
+    r.max_pacing_rate = c.max_pacing_rate;
     r
 }
 
@@ -394,7 +396,8 @@ fn ack_rec(
     }
     (r.sfc_gen, r.sfc_qlen, r.sfc_speed, r.sfc_gap_ns) = (sfc.gen, sfc.qlen, sfc.speed, sfc.gap_ns);
     (r.out_cwnd, r.out_pacing) = (d.cwnd, d.pacing_rate);
-    r.out_pacing_shift = d.pacing_shift.unwrap_or(0);
+    r.out_pacing_shift = d.pacing_shift;
+    r.out_tso_segs = d.tso_segs;
     r
 }
 
@@ -448,9 +451,7 @@ unsafe extern "C" fn hpcc_cong_control(
         }
         let cwnd = tp.set_cwnd(d.cwnd);
         let rate = tp.set_pacing_rate(d.pacing_rate);
-        if let Some(shift) = d.pacing_shift {
-            tp.set_pacing_shift(shift);
-        }
+        tp.set_pacing_shift(d.pacing_shift);
         cap_tso(tp, d.tso_segs);
         if let Some(flow) = flow {
             flow.view.set_applied(cwnd, rate);

@@ -147,6 +147,16 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_tcp_in_cwnd_reduction(self.tp.as_ptr().cast()) }
     }
 
+    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`), bytes/s.
+    #[inline]
+    pub(crate) fn max_pacing_rate(&self) -> u64 {
+        let sk = self.tp.as_ptr().cast::<bindings::sock>();
+        // SAFETY: a naturally aligned `unsigned long` of the live socket
+        // (type invariant), which `setsockopt` writes with WRITE_ONCE();
+        // a volatile read matches READ_ONCE().
+        u64::from(unsafe { core::ptr::addr_of!((*sk).sk_max_pacing_rate).read_volatile() })
+    }
+
     /// Sets `sk_pacing_rate` (bytes/s), capped by `SO_MAX_PACING_RATE`, as
     /// `tcp_update_pacing_rate()` does; returns the rate set.
     #[inline]

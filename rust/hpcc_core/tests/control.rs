@@ -25,6 +25,7 @@ fn conn(now_ns: u64, cwnd: u32) -> Conn {
         snd_nxt: 1,
         in_reduction: false,
         cwnd_limited: true,
+        max_pacing_rate: u64::MAX,
     }
 }
 
@@ -82,13 +83,19 @@ fn pacing_shift_zero_keeps_bursts_within_a_sixteenth_of_t() {
     // On ACKs: only when it follows T, from the flow's T once it has one.
     let c = conn(1_000_000, 40);
     let (mut s, _) = SockCtl::init(&k, &c, false);
-    assert_eq!(s.on_ack(&k, &c, Some(&sample(1, 1000)), None).pacing_shift, Some(14));
+    assert_eq!(s.on_ack(&k, &c, Some(&sample(1, 1000)), None).pacing_shift, 14);
     let (mut s2, _) = SockCtl::init(&k11, &c, false);
-    assert_eq!(s2.on_ack(&k11, &c, Some(&sample(1, 1000)), None).pacing_shift, None);
+    assert_eq!(s2.on_ack(&k11, &c, Some(&sample(1, 1000)), None).pacing_shift, 11);
+    // A knob set after the socket's init reaches it on its next ACK: the
+    // TSO cap is computed with the shift in force, so the socket's own
+    // shift must be that one.
+    let k9 = Knobs { pacing_shift: 9, ..k };
+    assert_eq!(s2.on_ack(&k9, &c, Some(&sample(1, 1000)), None).pacing_shift, 9);
+    assert_eq!(s.on_ack(&k9, &c, Some(&sample(1, 1000)), None).pacing_shift, 9);
     let mut f = FlowCtl::new(&k, &Conn { min_rtt_us: 2000, ..c }).unwrap();
     let sfc = SfcState::default();
     let d = s.on_ack(&k, &Conn { min_rtt_us: 2000, ..c }, Some(&sample(1, 1000)), Some((&mut f, None, &sfc)));
-    assert_eq!(d.pacing_shift, Some(13));
+    assert_eq!(d.pacing_shift, 13);
 }
 
 #[test]
@@ -127,6 +134,38 @@ fn tso_skbs_carry_the_pacing_shifts_burst_not_more() {
     let d = s.on_ack(&k11, &c3, Some(&sample(1, 2000)), Some((&mut f, None, &sfc)));
     assert!(d.notes.has(Note::HpccAck));
     assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 11, MSS));
+}
+
+#[test]
+fn the_tso_cap_is_the_burst_of_the_rate_the_kernel_paces_at() {
+    // 10 Gbit/s, T = 20 us (shift 16): 13 segments per skb at W/T; with
+    // SO_MAX_PACING_RATE at 1 Gbit/s the kernel paces at that, and a
+    // burst of 2^-16 s of it is one segment.
+    let k = Knobs::DEFAULT;
+    let c = Conn { min_rtt_us: 20, srtt_us: 20, ..conn(1_000_000, 200) };
+    let (mut s, _) = SockCtl::init(&k, &c, false);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let sfc = SfcState::default();
+    let hop = |ts: u64, tx: u64| {
+        let mut hops = [RawHop::default(); wire::MAX_HOPS];
+        hops[0] = RawHop::quantize(4, ts, tx, 0).unwrap();
+        let mut out = vec![0u8; wire::encoded_len(wire::MAX_HOPS)];
+        let n = wire::encode(&IntStack { n_hops: 1, path_id: 7, hops }, &mut out).unwrap();
+        out.truncate(n);
+        out
+    };
+    let (a, b) = (hop(1_000_000, 0), hop(1_020_000, 20_000));
+    s.on_ack(&k, &c, Some(&sample(1, 20)), Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &a }), &sfc)));
+    let at = |max| Conn { now_ns: 1_020_000, max_pacing_rate: max, ..c };
+    let r = Response { rx_ns: 1_020_000, snd_nxt: 1, int: &b };
+    let (mut s2, mut f2) = (s, f.clone());
+    let d = s.on_ack(&k, &at(u64::MAX), Some(&sample(1, 20)), Some((&mut f, Some(&r), &sfc)));
+    assert!(d.notes.has(Note::HpccAck));
+    assert_eq!(d.tso_segs, tso_segs(d.pacing_rate, 16, MSS));
+    assert!(d.tso_segs > 4, "{} segments at {} B/s", d.tso_segs, d.pacing_rate);
+    let d = s2.on_ack(&k, &at(125_000_000), Some(&sample(1, 20)), Some((&mut f2, Some(&r), &sfc)));
+    assert!(d.notes.has(Note::HpccAck));
+    assert_eq!(d.tso_segs, 1, "at {} B/s, limited to 125 MB/s", d.pacing_rate);
 }
 
 #[test]

@@ -110,6 +110,7 @@ fn measured_ack(s: &mut SockCtl, f: &mut FlowCtl, k: &Knobs, r: &Ring, i: usize,
         snd_nxt: r.nxt[i],
         in_reduction: false,
         cwnd_limited: true,
+        max_pacing_rate: u64::MAX,
     };
     let rs = RateSample { delivered: 86, interval_us: 10, prior_in_flight: 80, acked_sacked: 2, app_limited: false };
     let len = wire::encoded_len(r.hops);

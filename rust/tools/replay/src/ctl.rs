@@ -34,6 +34,8 @@ pub struct Rec {
     pub out_ssthresh: u32,
     pub out_pacing: u64,
     pub out_pacing_shift: u8,
+    /// `None`: a capture from before the field.
+    pub out_tso_segs: Option<u16>,
 }
 
 impl Rec {
@@ -53,7 +55,7 @@ impl Rec {
             "sk={sk} src={src} dst={dst} hook={} flags={:#x} now={} mss={} cwnd={} ssthresh={} srtt={} min_rtt={} \
              packets_out={} in_flight={} snd_nxt={} rs_delivered={} rs_interval={} rs_prior_in_flight={} \
              rs_acked_sacked={} resp_rx={} resp_snd_nxt={} int={int} sfc_gen={} sfc_qlen={} sfc_speed={} sfc_gap={} \
-             out_cwnd={} out_ssthresh={} out_pacing={} out_pacing_shift={}",
+             out_cwnd={} out_ssthresh={} out_pacing={} out_pacing_shift={}{}{}",
             self.hook,
             self.flags,
             c.now_ns,
@@ -79,6 +81,8 @@ impl Rec {
             self.out_ssthresh,
             self.out_pacing,
             self.out_pacing_shift,
+            self.out_tso_segs.map_or(String::new(), |t| format!(" out_tso_segs={t}")),
+            if c.max_pacing_rate == u64::MAX { String::new() } else { format!(" max_pacing={}", c.max_pacing_rate) },
         )
     }
 }
@@ -132,6 +136,8 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
                 snd_nxt: num(&kv, "snd_nxt")?,
                 in_reduction: flags & flag::IN_REDUCTION != 0,
                 cwnd_limited: flags & flag::CWND_LIMITED != 0,
+                // Captures from before the field: no limit.
+                max_pacing_rate: kv.get("max_pacing").map_or(Ok(u64::MAX), |_| num(&kv, "max_pacing"))?,
             },
             rs: RateSample {
                 delivered: num(&kv, "rs_delivered")?,
@@ -151,6 +157,7 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
             out_ssthresh: num(&kv, "out_ssthresh")?,
             out_pacing: num(&kv, "out_pacing")?,
             out_pacing_shift: num(&kv, "out_pacing_shift")?,
+            out_tso_segs: kv.get("out_tso_segs").map(|_| num(&kv, "out_tso_segs")).transpose()?,
         })
     })())
 }
@@ -307,10 +314,12 @@ impl Replay {
         if d.notes.has(hpcc_core::control::Note::HpccAck) {
             self.summary.telemetry_acks += 1;
         }
-        let got = (d.cwnd, d.pacing_rate, d.pacing_shift.unwrap_or(0), d.probe, d.take_pause);
+        let got = (d.cwnd, d.pacing_rate, d.pacing_shift, d.probe, d.take_pause);
         let want = (r.out_cwnd, r.out_pacing, r.out_pacing_shift, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
         if got != want {
             self.mismatch(r, format!("ack (cwnd, pacing, shift, probe, pause): replay {got:?}, module {want:?}"));
+        } else if r.out_tso_segs.is_some_and(|t| t != d.tso_segs) {
+            self.mismatch(r, format!("ack TSO segments: replay {}, module {:?}", d.tso_segs, r.out_tso_segs));
         }
     }
 }
@@ -402,7 +411,8 @@ mod tests {
                 int: if resp.is_some() { int.clone() } else { Vec::new() },
                 out_cwnd: d.cwnd,
                 out_pacing: d.pacing_rate,
-                out_pacing_shift: d.pacing_shift.unwrap_or(0),
+                out_pacing_shift: d.pacing_shift,
+                out_tso_segs: Some(d.tso_segs),
                 ..Rec::default()
             });
             c.cwnd = d.cwnd;
@@ -439,6 +449,11 @@ mod tests {
             let back = parse(&format!("x hpcc_ctl: {}", r.to_trace())).expect("a record").expect("parses");
             assert_eq!(back, r);
         }
+        let mut r = script().remove(5);
+        r.conn.max_pacing_rate = 125_000_000;
+        let line = format!("x hpcc_ctl: {}", r.to_trace());
+        assert!(line.contains(" max_pacing=125000000"), "{line}");
+        assert_eq!(parse(&line).expect("a record").expect("parses"), r);
         assert!(parse("x hpcc_sample: src=1").is_none());
         assert!(parse("x hpcc_ctl: sk=1 hook=1").expect("a record").is_err());
     }
@@ -452,6 +467,13 @@ mod tests {
         let s = replay(&lines(&recs));
         assert!(s.mismatches >= 3, "{s:?}");
         assert!(s.first[0].contains("ack (cwnd, pacing, shift, probe, pause)"), "{:?}", s.first);
+        // The TSO cap, and SO_MAX_PACING_RATE, which it follows.
+        let mut recs = script();
+        let i = (100..).find(|&i| recs[i].out_tso_segs.is_some_and(|t| t > 0)).expect("a TSO cap");
+        recs[i].out_tso_segs = recs[i].out_tso_segs.map(|t| t + 1);
+        let s = replay(&lines(&recs));
+        assert_eq!(s.mismatches, 1, "{s:?}");
+        assert!(s.first[0].contains("TSO segments"), "{:?}", s.first);
         // A changed input changes what the controller decides downstream:
         // a response that shows a queue of a BDP.
         let mut recs = script();

@@ -254,7 +254,7 @@ fn ctl_capture_with_the_modules_parameters_replays() {
     let e = s.on_ack(&k, &a, Some(&rs), None);
     assert_eq!(e.cwnd, d.cwnd + 3);
     let flags = ctl_rec::CWND_LIMITED | ctl_rec::HAS_RS;
-    let ack = ctl_line(ctl_rec::HOOK_ACK, flags, &a, d.cwnd, (e.cwnd, 0, e.pacing_rate, e.pacing_shift.unwrap_or(0)));
+    let ack = ctl_line(ctl_rec::HOOK_ACK, flags, &a, d.cwnd, (e.cwnd, 0, e.pacing_rate, e.pacing_shift));
     let o = replay(&["--ctl"], &format!("{cap}{ack}"));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out} {}", String::from_utf8_lossy(&o.stderr));

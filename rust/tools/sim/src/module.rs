@@ -159,6 +159,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 snd_nxt: f.isn.wrapping_add(f.sent as u64 as u32),
                 in_reduction: false,
                 cwnd_limited: inflight.saturating_add(1) >= cwnd,
+                max_pacing_rate: u64::MAX,
             }
         };
         // Senders.
