@@ -16,7 +16,13 @@
 #  5. hpcc: the victim's p99 RPC latency lower with SFC on (RPCs in
 #     progress during the incast);
 #  6. dctcp and cubic (held at egress, sfc_scope 1): fewer drops with SFC
-#     on (the ratios are reported).
+#     on (the ratios are reported);
+#  7. IPv6 works the same: a 4:1 incast of hpcc, SFC off and on, once
+#     over IPv4 and once over IPv6 in this boot (INCAST_FAMILY_SENDERS,
+#     4; 0 skips it): over IPv6 too every run completes and SFC on
+#     signals, applies and has no late drop; drops, p99 queue and
+#     completion match IPv4's per SFC setting (drops within one packet,
+#     the others within 10%; IPv6 headers add 1.4% to every segment).
 #
 # `make incast` runs it in virtual time (QEMU -icount: the network's timing
 # is the emulation's, not the shared host's) with 16 senders.
@@ -34,7 +40,7 @@ require_tools ip tc bpftool clang python3 modprobe
 
 ktap_print_header
 
-ktap_set_plan 6
+ktap_set_plan 7
 "$here/incast.sh" >"$RESULTS/incast.txt" 2>"$RESULTS/incast.err"
 ktap_print_msg_lines <"$RESULTS/incast.txt"
 [ -s "$JSON" ] || { ktap_print_msg_lines <"$RESULTS/incast.err"; ktap_test_fail "incast_ran"; ktap_finished; }
@@ -71,4 +77,40 @@ ktap_check "hpcc_sfc_on_lowers_victim_p99" \
 	check '0 < m["hpcc", 1]["victim_p99_us"] < m["hpcc", 0]["victim_p99_us"]'
 ktap_check "dctcp_and_cubic_drop_less_with_sfc_on" \
 	check 'all(m[a, 1]["drops"] < m[a, 0]["drops"] for a in ("dctcp", "cubic") if (a, 0) in m)'
+
+# 7. The same incast over IPv4 and IPv6, smaller (each family builds its
+# own topology).
+FN=${INCAST_FAMILY_SENDERS:-4}
+t_families() {
+	local fam
+	for fam in 4 6; do
+		mkdir -p "$RESULTS/family$fam"
+		HPCC_RESULTS=$RESULTS/family$fam INCAST_SENDERS=$FN INCAST_FAMILY=$fam INCAST_ALGOS=hpcc \
+			"$here/incast.sh" >"$RESULTS/family$fam/incast.txt" 2>"$RESULTS/family$fam/incast.err" || return 1
+		grep -E '^(Incast|  hpcc)' "$RESULTS/family$fam/incast.txt"
+	done
+	python3 - "$RESULTS/family4/incast.jsonl" "$RESULTS/family6/incast.jsonl" <<-'EOF'
+		import json, statistics as st, sys
+		load = lambda f: [json.loads(l) for l in open(f) if l.strip()]
+		v4, v6 = load(sys.argv[1]), load(sys.argv[2])
+		med = lambda rows, sfc, k: st.median([r[k] for r in rows if r["sfc"] == sfc])
+		ok = bool(v4) and bool(v6) and all(r["family"] == 6 for r in v6) and all(r["complete"] for r in v4 + v6)
+		ok &= all(r["signals_applied"] > 0 and r["late_drops"] == 0 for r in v6 if r["sfc"] == 1)
+		for sfc in (0, 1):
+		    d4, d6 = med(v4, sfc, "drops"), med(v6, sfc, "drops")
+		    line = [f"SFC {sfc}: drops {d6}/{d4}"]
+		    ok &= abs(d6 - d4) <= 1
+		    for k in ("q_p99_bdp", "completion_ms"):
+		        a, b = med(v4, sfc, k), med(v6, sfc, k)
+		        line.append(f"{k} {b:.3f}/{a:.3f} ({b / a:.2f}x)" if a else f"{k} {b}/{a}")
+		        ok &= a > 0 and abs(b / a - 1) <= 0.10
+		    print("IPv6/IPv4, " + ", ".join(line))
+		sys.exit(0 if ok else 1)
+	EOF
+}
+if [ "$FN" -gt 0 ]; then
+	ktap_check_v "ipv6_incast_works_as_ipv4" t_families
+else
+	ktap_test_skip "ipv6_incast_works_as_ipv4" "INCAST_FAMILY_SENDERS 0"
+fi
 ktap_finished
