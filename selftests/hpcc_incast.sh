@@ -20,9 +20,11 @@
 #  7. IPv6 works the same: a 4:1 incast of hpcc, SFC off and on, once
 #     over IPv4 and once over IPv6 in this boot (INCAST_FAMILY_SENDERS,
 #     4; 0 skips it): over IPv6 too every run completes and SFC on
-#     signals, applies and has no late drop; drops, p99 queue and
-#     completion match IPv4's per SFC setting (drops within one packet,
-#     the others within 10%; IPv6 headers add 1.4% to every segment).
+#     signals, applies and has no late drop; per SFC setting, drops within
+#     one packet of IPv4's, signals applied within 10%, completion within
+#     15% and p99 queue within 25%: the spread between repetitions of one
+#     family (measured: completion 71-99 ms, the SFC-on p99 1.17-1.47 BDP,
+#     in two clusters whichever the family).
 #
 # `make incast` runs it in virtual time (QEMU -icount: the network's timing
 # is the emulation's, not the shared host's) with 16 senders.
@@ -96,14 +98,17 @@ t_families() {
 		med = lambda rows, sfc, k: st.median([r[k] for r in rows if r["sfc"] == sfc])
 		ok = bool(v4) and bool(v6) and all(r["family"] == 6 for r in v6) and all(r["complete"] for r in v4 + v6)
 		ok &= all(r["signals_applied"] > 0 and r["late_drops"] == 0 for r in v6 if r["sfc"] == 1)
+		tol = {"signals_applied": 0.10, "completion_ms": 0.15, "q_p99_bdp": 0.25}
 		for sfc in (0, 1):
 		    d4, d6 = med(v4, sfc, "drops"), med(v6, sfc, "drops")
 		    line = [f"SFC {sfc}: drops {d6}/{d4}"]
 		    ok &= abs(d6 - d4) <= 1
-		    for k in ("q_p99_bdp", "completion_ms"):
+		    for k, t in tol.items():
 		        a, b = med(v4, sfc, k), med(v6, sfc, k)
+		        if sfc == 0 and k == "signals_applied":
+		            continue
 		        line.append(f"{k} {b:.3f}/{a:.3f} ({b / a:.2f}x)" if a else f"{k} {b}/{a}")
-		        ok &= a > 0 and abs(b / a - 1) <= 0.10
+		        ok &= a > 0 and abs(b / a - 1) <= t
 		    print("IPv6/IPv4, " + ", ".join(line))
 		sys.exit(0 if ok else 1)
 	EOF
