@@ -40,8 +40,8 @@ macro_rules! knob_table {
                 "upper bound of the congestion window, segments";
             eta_ppm: H.eta_ppm, "1 .. 10^6",
                 "HPCC++ target utilization eta, parts per million";
-            max_stage: 0, "≥ 0",
-                "HPCC++ additive-increase stages before a multiplicative step (the drafts' 5 assume an update per ACK; with one probe sample per RTT and a commit every other sample, 0 lets every commit scale W by eta/U, within max_increase_pct)";
+            max_stage: 1, "≥ 0",
+                "HPCC++ additive-increase stages before a multiplicative step (the drafts' 5 assume an update per ACK; 1 suits one probe sample per RTT)";
             wai_bytes: H.wai_bytes, "0 .. 2^31",
                 "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows";
             expected_flows: H.expected_flows, "≥ 1",
