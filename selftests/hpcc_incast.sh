@@ -104,9 +104,9 @@ t_families() {
 		    line = [f"SFC {sfc}: drops {d6}/{d4}"]
 		    ok &= abs(d6 - d4) <= 1
 		    for k, t in tol.items():
-		        a, b = med(v4, sfc, k), med(v6, sfc, k)
 		        if sfc == 0 and k == "signals_applied":
-		            continue
+		            continue  # none without SFC
+		        a, b = med(v4, sfc, k), med(v6, sfc, k)
 		        line.append(f"{k} {b:.3f}/{a:.3f} ({b / a:.2f}x)" if a else f"{k} {b}/{a}")
 		        ok &= a > 0 and abs(b / a - 1) <= t
 		    print("IPv6/IPv4, " + ", ".join(line))

@@ -31,8 +31,13 @@ fn conn(now_ns: u64, cwnd: u32) -> Conn {
 
 /// One hop's INT stack, as a switch port of 100 Mbit/s stamps it.
 fn int(ts_ns: u64, tx_bytes: u64, qlen: u64) -> Vec<u8> {
+    int_at(RATE_100M, ts_ns, tx_bytes, qlen)
+}
+
+/// One hop's INT stack from a port of rate code `rate`.
+fn int_at(rate: u8, ts_ns: u64, tx_bytes: u64, qlen: u64) -> Vec<u8> {
     let mut hops = [RawHop::default(); wire::MAX_HOPS];
-    hops[0] = RawHop::quantize(RATE_100M, ts_ns, tx_bytes, qlen).unwrap();
+    hops[0] = RawHop::quantize(rate, ts_ns, tx_bytes, qlen).unwrap();
     let stack = IntStack { n_hops: 1, path_id: 7, hops };
     let mut out = vec![0u8; wire::encoded_len(wire::MAX_HOPS)];
     let n = wire::encode(&stack, &mut out).unwrap();
@@ -146,15 +151,8 @@ fn the_tso_cap_is_the_burst_of_the_rate_the_kernel_paces_at() {
     let (mut s, _) = SockCtl::init(&k, &c, false);
     let mut f = FlowCtl::new(&k, &c).unwrap();
     let sfc = SfcState::default();
-    let hop = |ts: u64, tx: u64| {
-        let mut hops = [RawHop::default(); wire::MAX_HOPS];
-        hops[0] = RawHop::quantize(4, ts, tx, 0).unwrap();
-        let mut out = vec![0u8; wire::encoded_len(wire::MAX_HOPS)];
-        let n = wire::encode(&IntStack { n_hops: 1, path_id: 7, hops }, &mut out).unwrap();
-        out.truncate(n);
-        out
-    };
-    let (a, b) = (hop(1_000_000, 0), hop(1_020_000, 20_000));
+    const RATE_10G: u8 = 4;
+    let (a, b) = (int_at(RATE_10G, 1_000_000, 0, 0), int_at(RATE_10G, 1_020_000, 20_000, 0));
     s.on_ack(&k, &c, Some(&sample(1, 20)), Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &a }), &sfc)));
     let at = |max| Conn { now_ns: 1_020_000, max_pacing_rate: max, ..c };
     let r = Response { rx_ns: 1_020_000, snd_nxt: 1, int: &b };
