@@ -20,7 +20,11 @@
 # at 90% of B in total with SO_MAX_PACING_RATE, one packet per skb (TSO/GSO
 # off on the senders). It needs no feedback and sends no bursts, so its
 # queue is what the host stack itself adds: the floor under every
-# algorithm's numbers on this machine (PACED=0 leaves it out).
+# algorithm's numbers on this machine (PACED=0 leaves it out). The flow
+# completion mix has one too, "fair95": cubic with the bulk flow and each
+# short flow capped at half of 95% of B, one packet per skb, so every
+# short flow gets its fair share from its first byte with no queue: the
+# slowdowns of any controller that shares the port fairly, on this host.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/int_switch.sh"
@@ -69,6 +73,12 @@ if [ "${FCT:-1}" = 1 ]; then
 		bench_fct "$algo" "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$FCT_JSON" ||
 			echo "bench: fct $algo failed" >&2
 	done
+	if [ "${PACED:-1}" = 1 ]; then
+		echo "bench: flow completion times, fair-share reference, ${SECS}s" >&2
+		bench_fct_fair_reference "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag=fct-fair95 |
+			python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = "fair95"; print(json.dumps(r))' \
+			>>"$FCT_JSON" || echo "bench: fct fair95 failed" >&2
+	fi
 fi
 
 # A late joiner (bench_lib.sh bench_join): 3 flows, a 4th joins 2 s in,

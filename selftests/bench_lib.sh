@@ -77,6 +77,22 @@ _bench_devs() { # _bench_devs NS -> the netns' devices but lo
 	ip -n "$1" -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2 }'
 }
 
+# _bench_one_packet_per_skb NS...: the netns' devices without TSO/GSO and
+# with gso_max_segs 1 (the open-loop references' sender_gso=0).
+_bench_one_packet_per_skb() {
+	local ns dev
+	for ns in "$@"; do
+		for dev in $(_bench_devs "$ns"); do
+			# TCP builds GSO skbs whatever the device offers
+			# (sk_setup_caps), segmented in software after the
+			# qdisc: without gso_max_segs 1 a "paced" skb still
+			# leaves as a burst of 1 ms of data.
+			ip netns exec "$ns" ethtool -K "$dev" tso off gso off >/dev/null
+			ip -n "$ns" link set dev "$dev" gso_max_segs 1
+		done
+	done
+}
+
 # bench_paced_reference NFLOWS TOPO SECONDS [key=value ...]: the open-loop
 # reference, cubic capped at pct=90 percent of B in total
 # (SO_MAX_PACING_RATE) with one packet per skb. It needs no feedback and
@@ -88,6 +104,20 @@ bench_paced_reference() {
 	rate=$(_bench_kv rate_mbit 100 "$@")
 	pct=$(_bench_kv pct 90 "$@")
 	bench_scenario cubic "$n" "$topo" "$secs" "$@" maxrate_mbit=$((rate * pct / 100)) sender_gso=0
+}
+
+# bench_fct_fair_reference SECONDS [key=value ...]: the flow completion
+# mix's fair-share reference, cubic with each sender capped at half of
+# pct=95 percent of B, one packet per skb. A short flow gets its fair share
+# next to the bulk flow from its first byte, with no queue: the slowdowns
+# of any controller that shares the port fairly, on this host. Same output
+# as bench_fct.
+bench_fct_fair_reference() {
+	local secs=$1 rate pct
+	shift
+	rate=$(_bench_kv rate_mbit 100 "$@")
+	pct=$(_bench_kv pct 95 "$@")
+	bench_fct cubic "$secs" "$@" maxrate_mbit=$((rate * pct / 100)) sender_gso=0
 }
 
 # The module's tracepoint (lib.sh hpcc_trace_start/stop) during an hpcc
@@ -177,18 +207,7 @@ bench_scenario() {
 		# Hosts pace in sch_fq, as recommended for paced congestion controls.
 		_bench_fq "${senders[@]}"
 	fi
-	if [ "$(_bench_kv sender_gso 1 "$@")" = 0 ]; then
-		for ns in "${senders[@]}"; do
-			for dev in $(_bench_devs "$ns"); do
-				# TCP builds GSO skbs whatever the device offers
-				# (sk_setup_caps), segmented in software after the
-				# qdisc: without gso_max_segs 1 a "paced" skb still
-				# leaves as a burst of 1 ms of data.
-				ip netns exec "$ns" ethtool -K "$dev" tso off gso off >/dev/null
-				ip -n "$ns" link set dev "$dev" gso_max_segs 1
-			done
-		done
-	fi
+	[ "$(_bench_kv sender_gso 1 "$@")" != 0 ] || _bench_one_packet_per_skb "${senders[@]}"
 	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
 	local before
 	before=$(_bench_hpcc_stats)
@@ -433,7 +452,10 @@ print(json.dumps(r))' "$algo" "$n" "$rate" "$rtt" "$secs" "$join_s"
 # 64 KiB, one 256 KiB and one 1 MiB per round, make small flows the most
 # common, as in datacenter workloads.
 # Other keys as bench_scenario (rate_mbit, rtt_us, buffer, ecn_k, tag,
-# sender_fq). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
+# sender_fq, sender_gso, maxrate_mbit: each of the two senders capped at
+# M/2 with SO_MAX_PACING_RATE, so with cubic every short flow gets exactly
+# half of M from its first byte next to a bulk flow that never takes more:
+# bench_fct_fair_reference). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
 # bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
 # ce_marks, flows_failed (short flows without a correct reply; null if the
 # client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
@@ -455,6 +477,10 @@ bench_fct() {
 	intsw_topo_fanin 2 rate_mbit="$rate" rtt_us="$rtt" buffer="$buffer" ecn_k="$ecn_k" ||
 		{ echo "bench: topology failed" >&2; return 1; }
 	[ "$(_bench_kv sender_fq 1 "$@")" != 1 ] || _bench_fq ${HPCC_NS}-s1 ${HPCC_NS}-s2
+	[ "$(_bench_kv sender_gso 1 "$@")" != 0 ] || _bench_one_packet_per_skb ${HPCC_NS}-s1 ${HPCC_NS}-s2
+	local maxrate cap=()
+	maxrate=$(_bench_kv maxrate_mbit "" "$@")
+	[ -z "$maxrate" ] || cap=(--maxrate "$(echo "$maxrate / 2" | bc -l)")
 	local bns=${INTSW_BOTTLENECK%%/*} bdev=${INTSW_BOTTLENECK##*/}
 	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" serve 5301 --once --cc "$algo" \
 		>"$out.srv0.json" &
@@ -464,12 +490,12 @@ bench_fct() {
 	wait_listening ${HPCC_NS}-rcv 'sport >= :5301' 2
 	rm -f "$out.started0"
 	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-s1 "$BENCH_PY" "$BENCH_FLOW" send 10.0.2.1 5301 "$secs" \
-		--cc "$algo" --started "$out.started0" >"$out.flow0.json" &
+		--cc "$algo" "${cap[@]}" --started "$out.started0" >"$out.flow0.json" &
 	local bulk=$!
 	_bench_wait_file "$out.started0" "$secs"
 	sleep 0.5
 	timeout $((secs + 30)) ip netns exec ${HPCC_NS}-s2 "$BENCH_PY" "$BENCH_FLOW" fct 10.0.2.1 5302 \
-		"$(echo "$secs - 1" | bc -l)" --sizes "$sizes" --gap-ms "$gap" --cc "$algo" >"$out.fct.json"
+		"$(echo "$secs - 1" | bc -l)" --sizes "$sizes" --gap-ms "$gap" --cc "$algo" "${cap[@]}" >"$out.fct.json"
 	wait $bulk $srv_bulk
 	kill $srv_fct 2>/dev/null
 	wait $srv_fct 2>/dev/null

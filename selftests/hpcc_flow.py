@@ -19,13 +19,14 @@
         open-loop sender at a fixed rate, the reference for what the host
         stack itself does to the queue; --started writes the CLOCK_MONOTONIC
         ns at which the connection was up (also "start_ns" in the JSON)
-  hpcc_flow.py fct DST PORT SECONDS --sizes B,B,... [--cc ALGO] [--gap-ms MS]
+  hpcc_flow.py fct DST PORT SECONDS --sizes B,B,... [--cc ALGO] [--gap-ms MS] [--maxrate MBIT]
         flow completion times: for SECONDS, one new connection after
         another (sizes in turn, MS apart), each sending its size to a
         `serve --reply` and waiting for the reply; prints {"fct":
         [[size, ns], ...], "started": N, "failed": N}, ns from before
         connect() to the reply; a flow whose reply is missing or does not
-        count its bytes is failed, not timed
+        count its bytes is failed, not timed; --maxrate caps each
+        connection's pacing rate as for send
   hpcc_flow.py send ... [--tos N] [--mark N] [--pulse BYTES,MS]
         --tos sets IP_TOS/IPV6_TCLASS (DSCP << 2), --mark SO_MARK (policy
         routing), --pulse writes BYTES every MS instead of sending flat out
@@ -132,16 +133,21 @@ def serve(argv):
             return
 
 
+def cap_rate(s, opts):
+    """--maxrate MBIT: SO_MAX_PACING_RATE (bytes per second; the kernel
+    takes an unsigned long)."""
+    if "--maxrate" in opts:
+        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                     struct.pack("=Q", int(float(opts["--maxrate"]) * 1e6 / 8)))
+
+
 def send(argv):
     dst, port, secs = argv[0], int(argv[1]), float(argv[2])
     opts = dict(zip(argv[3::2], argv[4::2]))
     s = socket.socket(family(dst))
     if "--cc" in opts:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
-    if "--maxrate" in opts:
-        # bytes per second; the kernel takes an unsigned long
-        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
-                     struct.pack("=Q", int(float(opts["--maxrate"]) * 1e6 / 8)))
+    cap_rate(s, opts)
     if "--tos" in opts:
         # the DSCP/ECN byte: IP_TOS for IPv4, IPV6_TCLASS for IPv6
         lvl, opt = ((socket.IPPROTO_IPV6, socket.IPV6_TCLASS) if family(dst) == socket.AF_INET6
@@ -192,6 +198,7 @@ def fct(argv):
         s = socket.socket(family(dst))
         if "--cc" in opts:
             s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, opts["--cc"].encode())
+        cap_rate(s, opts)
         buf = b"\x5a" * size
         t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         s.connect((dst, port))
