@@ -29,7 +29,9 @@
 # signals_sent (by the port), signals_applied (by the senders' modules,
 # applied at once or on the next ACK), sfc_rejected (received but not
 # applied, by reason), victim_rpcs, victim_p50_us, victim_p99_us (RPCs
-# started during the incast), complete (every byte arrived).
+# started during the incast), complete (every byte arrived), timeouts (the
+# N senders' retransmission timeouts, TcpExtTCPTimeouts: a sender waiting
+# in one leaves the port, and so the victim, a calmer queue).
 set -u
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -85,6 +87,12 @@ sfc_sum() { # the senders' sfc_ counters, summed, as JSON
 		awk '/^sfc_/ { v[$1] += $2 } END { printf "{"; s = ""; for (k in v) { printf "%s\"%s\": %d", s, k, v[k]; s = ", " } print "}" }'
 }
 
+timeouts() { # timeouts NS...: their retransmission timeouts, summed
+	local ns
+	for ns in "$@"; do ip netns exec "$ns" nstat -asz TcpExtTCPTimeouts; done |
+		awk '$1 == "TcpExtTCPTimeouts" { n += $2 } END { print n + 0 }'
+}
+
 sfc_mode() { # sfc_mode 0|1
 	if [ "$1" = 1 ]; then
 		intsw_sfc ${HPCC_NS}-sw1 rcv >/dev/null || return 1
@@ -104,12 +112,14 @@ for rep in $(seq 0 $((REPS - 1))); do
 			sfc_mode "$sfc" || { echo "incast: cannot set SFC $sfc" >&2; exit 1; }
 			intsw_reset ${HPCC_NS}-sw1 rcv
 			sfc_sum >"$OUT/$tag.sfc0"
+			rto0=$(timeouts "${senders[@]:0:N}")
 			ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control="$algo"
 			"$PY" "$here/incast.py" run --senders "$sender_list" --to ${HPCC_NS}-rcv --dst "$DST" \
 				--sizes "$sizes" --cc "$algo" --victim "$victim" >"$OUT/$tag.run" 2>"$OUT/$tag.err" ||
 				echo "incast: $tag: $(tail -1 "$OUT/$tag.err")" >&2
 			sleep 0.2
 			sfc_sum >"$OUT/$tag.sfc1"
+			echo $(($(timeouts "${senders[@]:0:N}") - rto0)) >"$OUT/$tag.rto"
 			"$PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/$tag.log"
 			intsw_stats ${HPCC_NS}-sw1 rcv --json >"$OUT/$tag.port"
 			"$PY" - "$here" "$OUT/$tag" "$algo" "$sfc" "$N" "$rep" "$FAMILY" $((RATE_MBIT * 1000000)) \
@@ -133,7 +143,7 @@ for rep in $(seq 0 $((REPS - 1))); do
 				          + d.get("sfc_applied_egress", 0),
 				          "egress_held": d.get("sfc_egress_held", 0),
 				          "window_cuts": d.get("sfc_window_cuts", 0), "sfc_rejected": rej,
-				          "ce_marks": port["ce_marks"]})
+				          "ce_marks": port["ce_marks"], "timeouts": int(open(base + ".rto").read())})
 				print(json.dumps(r))
 			EOF
 		done
@@ -149,7 +159,7 @@ r0 = rows[0]
 print(f'\nIncast {r0["senders"]}:1 (IPv{r0["family"]}), 100 Mbit/s, base RTT 2 ms, buffer 4 BDP; '
       f'medians over {len({r["rep"] for r in rows})} repetitions')
 cols = ["drops", "late_drops", "q_p50_bdp", "q_p99_bdp", "q_max_bdp", "completion_ms", "ideal_ms",
-        "util", "signals_sent", "signals_applied", "victim_p99_us"]
+        "util", "signals_sent", "signals_applied", "victim_p99_us", "timeouts"]
 print(f'{"algo":6} {"sfc":>3} ' + " ".join(f"{c:>13}" for c in cols))
 med = {}
 for algo in dict.fromkeys(r["algo"] for r in rows):
@@ -168,4 +178,10 @@ for algo in dict.fromkeys(r["algo"] for r in rows):
         rat = lambda c: "n/a" if not a[c] else f"{b[c] / a[c]:.2f}"
         print(f'  {algo} SFC on/off: drops {b["drops"]}/{a["drops"]}, late drops {b["late_drops"]}/{a["late_drops"]},'
               f' q p99 {rat("q_p99_bdp")}x, completion {rat("completion_ms")}x, victim p99 {rat("victim_p99_us")}x')
+        # Per repetition: a sender in a retransmission timeout leaves the
+        # victim a calmer port, so its p99 follows the timeouts.
+        per = lambda s: ", ".join(f'{r["timeouts"]} / {(r["victim_p99_us"] or 0) / 1e3:.1f} ms'
+                                  for r in sorted((r for r in rows if r["algo"] == algo and r["sfc"] == s),
+                                                  key=lambda r: r["rep"]))
+        print(f'    per repetition (timeouts / victim p99), SFC off: {per(0)}; on: {per(1)}')
 EOF
