@@ -30,6 +30,11 @@ set -u
 . "$(dirname "$0")/int_switch.sh"
 . "$(dirname "$0")/bench_lib.sh"
 
+# labelled NAME: the reference's JSON line (stdin) under algo NAME.
+labelled() {
+	python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = sys.argv[1]; print(json.dumps(r))' "$1"
+}
+
 SECS=${SECS:-10}
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
@@ -59,8 +64,7 @@ for n in $FLOWS; do
 	[ "${PACED:-1}" = 1 ] || continue
 	echo "bench: open-loop reference, $n flow(s), ${SECS}s" >&2
 	bench_paced_reference "$n" single "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag="paced90-$n" |
-		python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = "paced90"; print(json.dumps(r))' \
-		>>"$JSON" || echo "bench: paced90 $n failed" >&2
+		labelled paced90 >>"$JSON" || echo "bench: paced90 $n failed" >&2
 done
 
 # Flow completion times (bench_lib.sh bench_fct): short flows next to one
@@ -76,8 +80,7 @@ if [ "${FCT:-1}" = 1 ]; then
 	if [ "${PACED:-1}" = 1 ]; then
 		echo "bench: flow completion times, fair-share reference, ${SECS}s" >&2
 		bench_fct_fair_reference "$SECS" rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" tag=fct-fair95 |
-			python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = "fair95"; print(json.dumps(r))' \
-			>>"$FCT_JSON" || echo "bench: fct fair95 failed" >&2
+			labelled fair95 >>"$FCT_JSON" || echo "bench: fct fair95 failed" >&2
 	fi
 fi
 

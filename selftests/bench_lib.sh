@@ -455,8 +455,8 @@ print(json.dumps(r))' "$algo" "$n" "$rate" "$rtt" "$secs" "$join_s"
 # sender_fq, sender_gso, maxrate_mbit: each of the two senders capped at
 # M/2 with SO_MAX_PACING_RATE, so with cubic every short flow gets exactly
 # half of M from its first byte next to a bulk flow that never takes more:
-# bench_fct_fair_reference). Prints one JSON object: algo, kind "fct", rate_mbit, rtt_us,
-# bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
+# bench_fct_fair_reference). Prints one JSON object: algo, kind "fct",
+# rate_mbit, rtt_us, bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
 # ce_marks, flows_failed (short flows without a correct reply; null if the
 # client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
 # p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).

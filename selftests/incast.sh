@@ -29,7 +29,7 @@
 # signals_sent (by the port), signals_applied (by the senders' modules,
 # applied at once or on the next ACK), sfc_rejected (received but not
 # applied, by reason), victim_rpcs, victim_p50_us, victim_p99_us (RPCs
-# started during the incast), complete (every byte arrived), timeouts (the
+# in progress during the incast), complete (every byte arrived), timeouts (the
 # N senders' retransmission timeouts, TcpExtTCPTimeouts: a sender waiting
 # in one leaves the port, and so the victim, a calmer queue).
 set -u
