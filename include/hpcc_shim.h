@@ -86,16 +86,32 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const __u8 laddr[16],
 /*
  * Source Flow Control (rust/tcp_hpcc/sfc_rx.rs).
  *
- * hpcc_sfc_lock()/unlock(): one spin lock (BH-safe) around the per-netns
- * token buckets of accepted signals; taken only for signals from an
- * allowed source with TTL 255.
+ * hpcc_sfc_lock_init()/lock()/unlock(): a netns's SFC lock (spin_lock_bh:
+ * the signal path may run with BH on, reinjected by NFQUEUE), around its
+ * per-source token buckets and the writers of its pause table.
+ *
+ * hpcc_sfc_arrival(): what the kernel knows of where @skb came in: the
+ * device (skb_iif's, else skb->dev), whether it is the loopback device,
+ * whether it is a tunnel's (or the packet an IPsec tunnel's inner one),
+ * and its name. Caller holds rcu_read_lock().
+ *
+ * hpcc_addr_is_local(): whether @addr (16 bytes, IPv4-mapped for IPv4)
+ * is one of @net's own addresses (RTN_LOCAL in the table of @skb's
+ * device; ipv6_chk_addr()). Caller holds rcu_read_lock().
+ *
+ * hpcc_udp_sock_exists(): whether a UDP socket of @net would receive a
+ * datagram from @raddr:@rport to @laddr:@lport (ports in network order)
+ * coming in as @rx. Caller holds rcu_read_lock(); no reference is taken.
+ *
+ * hpcc_skb_is_local_out(): whether an outgoing @skb was sent by a socket
+ * of @net (not forwarded, not from another netns).
  *
  * hpcc_sfc_sock(): the TCP socket in @net with local @laddr:@lport and
  * remote @raddr:@rport (ports in network order) that can have data in
  * flight (ESTABLISHED, CLOSE_WAIT, FIN_WAIT1, CLOSING, LAST_ACK), found
  * as TCP's receive path finds it for a packet that came in as @rx, with a
- * reference and bh_lock_sock() held; NULL if none. Release it with
- * hpcc_sfc_sock_done().
+ * reference, bottom halves off and bh_lock_sock() held; NULL if none.
+ * Release it with hpcc_sfc_sock_done().
  *
  * hpcc_tcp_pause(): moves the socket's departure clock
  * (tp->tcp_wstamp_ns) to @until_ns if that is later: TCP stamps its next
@@ -103,8 +119,22 @@ int hpcc_reply(struct net *net, const struct sk_buff *rx, const __u8 laddr[16],
  * its retransmission timers add the delay. The caller holds the socket
  * (bh_lock_sock and not owned by user, or a congestion-control hook).
  */
-void hpcc_sfc_lock(void);
-void hpcc_sfc_unlock(void);
+struct hpcc_sfc_arrival {
+	__u8 loopback;
+	__u8 tunneled;
+	char ifname[16];	/* IFNAMSIZ, NUL-terminated */
+};
+
+void hpcc_sfc_lock_init(spinlock_t *lock);
+void hpcc_sfc_lock(spinlock_t *lock);
+void hpcc_sfc_unlock(spinlock_t *lock);
+void hpcc_sfc_arrival(struct net *net, const struct sk_buff *skb,
+		      struct hpcc_sfc_arrival *out);
+bool hpcc_addr_is_local(struct net *net, const struct sk_buff *skb, const __u8 addr[16]);
+bool hpcc_udp_sock_exists(struct net *net, const struct sk_buff *rx,
+			  const __u8 laddr[16], __be16 lport,
+			  const __u8 raddr[16], __be16 rport);
+bool hpcc_skb_is_local_out(const struct sk_buff *skb, const struct net *net);
 struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
 			   const __u8 laddr[16], __be16 lport,
 			   const __u8 raddr[16], __be16 rport);
@@ -115,7 +145,7 @@ void hpcc_tcp_pause(struct sock *sk, __u64 until_ns);
 /* What hpcc_skb_hold_until() did with an outgoing packet. */
 enum hpcc_hold {
 	HPCC_HOLD_EDT,		/* departure time set; the device's qdisc honours it */
-	HPCC_HOLD_NO_EDT,	/* departure time set, but no EDT qdisc (sch_fq, etf) on the device */
+	HPCC_HOLD_NO_EDT,	/* departure time set, but no sch_fq on the device */
 	HPCC_HOLD_OTHER_CLOCK,	/* the packet's departure time is on another clock: untouched */
 };
 
@@ -217,13 +247,21 @@ enum hpcc_sfc_outcome {
 	HPCC_SFC_DISABLED,	/* sfc_enable 0: passed on untouched */
 	HPCC_SFC_BAD_TTL,	/* TTL / hop limit below 255 */
 	HPCC_SFC_NOT_IN_ACL,	/* source not in sfc_acl */
-	HPCC_SFC_RATE_LIMITED,	/* the netns's token bucket was empty */
+	HPCC_SFC_RATE_LIMITED,	/* the source's token bucket was empty */
 	HPCC_SFC_TRUNCATED,
 	HPCC_SFC_BAD_HEADER,
-	HPCC_SFC_NO_FLOW,	/* no hpcc flow with that 4-tuple here */
+	HPCC_SFC_NO_FLOW,	/* no flow SFC may pause with that tuple here (no local socket) */
 	HPCC_SFC_SEQ_OUT_OF_WINDOW,
 	HPCC_SFC_APPLIED_EGRESS,	/* sfc_scope 1: another flow, held at egress */
 	HPCC_SFC_PAUSE_TABLE_FULL,	/* sfc_scope 1: no free slot in the netns's pause table */
+	HPCC_SFC_BAD_UDP,	/* UDP length or checksum wrong, or no checksum */
+	HPCC_SFC_BAD_SOURCE,	/* not a unicast source of the outer IP version */
+	HPCC_SFC_LOOPBACK,	/* came in on the loopback device */
+	HPCC_SFC_TUNNEL,	/* came out of a tunnel */
+	HPCC_SFC_IFACE,		/* came in on a device not in sfc_ifaces */
+	HPCC_SFC_LOCAL_SOURCE,	/* source is one of this host's addresses */
+	HPCC_SFC_DUPLICATE,	/* the flow took this signal already */
+	HPCC_SFC_SOURCE_QUOTA,	/* sfc_scope 1: the source holds its share of the pause table */
 };
 
 /* One SFC signal, for the tcp_hpcc:hpcc_sfc tracepoint. Addresses are
@@ -271,7 +309,26 @@ struct hpcc_flow_hdr {
 	struct rhash_head node;
 	struct rcu_head rcu;
 	struct hpcc_flow_key key;
+	struct hlist_node net_node;	/* its netns's list (/proc/net/hpcc_flows) */
 };
+
+/* A netns's flows, for /proc/net/hpcc_flows: a list under its own lock,
+ * walked under RCU. hpcc_flow_list_init() before first use; add after
+ * hpcc_flow_insert() succeeded, del before hpcc_flow_call_rcu(). */
+struct hpcc_flow_list {
+	spinlock_t lock;
+	struct hlist_head head;
+};
+void hpcc_flow_list_init(struct hpcc_flow_list *l);
+void hpcc_flow_list_add(struct hpcc_flow_list *l, struct hpcc_flow_hdr *h);
+void hpcc_flow_list_del(struct hpcc_flow_list *l, struct hpcc_flow_hdr *h);
+/* Defined in Rust: @net's list; a line of /proc/net/hpcc_flows for @h
+ * (NULL: the header line). */
+struct hpcc_flow_list *hpcc_net_flow_list(const struct net *net);
+void hpcc_flow_show(struct seq_file *m, const struct hpcc_flow_hdr *h);
+/* Creates @net's /proc/net/hpcc_flows (0400): a seq_file that walks the
+ * netns's list only, resuming by position. */
+int hpcc_proc_create_flows(struct net *net, const char *name);
 
 /* Defined in Rust: the table's hash of a key (@len = sizeof(key)). */
 u32 hpcc_flow_hashfn(const void *data, u32 len, u32 seed);
@@ -295,9 +352,6 @@ int hpcc_flow_insert(struct hpcc_flow_hdr *h);
 void hpcc_flow_remove(struct hpcc_flow_hdr *h);
 /* The object with @key, or NULL. The caller holds rcu_read_lock(). */
 struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key);
-/* Calls @fn(@arg, h) for every published object, under rcu_read_lock()
- * (@fn must not sleep); during a resize an object may come twice. */
-void hpcc_flows_walk(void (*fn)(void *arg, struct hpcc_flow_hdr *h), void *arg);
 /* call_rcu(&h->rcu, hpcc_flow_free_rcu). */
 void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h);
 
@@ -312,7 +366,9 @@ struct net *hpcc_sock_net(const struct sock *sk);
  * this_cpu_inc() of entry @i (a macro), and the sum over possible CPUs. */
 u64 __percpu *hpcc_pcpu_alloc(unsigned int n);
 void hpcc_pcpu_free(u64 __percpu *p);
-void hpcc_pcpu_inc(u64 __percpu *p, unsigned int i);
+/* Adds one to counter @i of the array *@slot points to, loaded under
+ * rcu_read_lock() (null: nothing). */
+void hpcc_pcpu_inc_rcu(u64 __percpu **slot, unsigned int i);
 u64 hpcc_pcpu_sum(u64 __percpu *p, unsigned int i);
 
 /* /proc/net/@name of @net, mode 0400 (root of the netns's user namespace

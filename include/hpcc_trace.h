@@ -140,6 +140,14 @@ TRACE_DEFINE_ENUM(HPCC_SFC_NO_FLOW);
 TRACE_DEFINE_ENUM(HPCC_SFC_SEQ_OUT_OF_WINDOW);
 TRACE_DEFINE_ENUM(HPCC_SFC_APPLIED_EGRESS);
 TRACE_DEFINE_ENUM(HPCC_SFC_PAUSE_TABLE_FULL);
+TRACE_DEFINE_ENUM(HPCC_SFC_BAD_UDP);
+TRACE_DEFINE_ENUM(HPCC_SFC_BAD_SOURCE);
+TRACE_DEFINE_ENUM(HPCC_SFC_LOOPBACK);
+TRACE_DEFINE_ENUM(HPCC_SFC_TUNNEL);
+TRACE_DEFINE_ENUM(HPCC_SFC_IFACE);
+TRACE_DEFINE_ENUM(HPCC_SFC_LOCAL_SOURCE);
+TRACE_DEFINE_ENUM(HPCC_SFC_DUPLICATE);
+TRACE_DEFINE_ENUM(HPCC_SFC_SOURCE_QUOTA);
 
 TRACE_EVENT(hpcc_sfc,
 	TP_PROTO(const struct hpcc_sfc_trace_rec *r),
@@ -186,7 +194,15 @@ TRACE_EVENT(hpcc_sfc,
 				   { HPCC_SFC_NO_FLOW, "no_flow" },
 				   { HPCC_SFC_SEQ_OUT_OF_WINDOW, "seq_out_of_window" },
 				   { HPCC_SFC_APPLIED_EGRESS, "applied_egress" },
-				   { HPCC_SFC_PAUSE_TABLE_FULL, "pause_table_full" }))
+				   { HPCC_SFC_PAUSE_TABLE_FULL, "pause_table_full" },
+				   { HPCC_SFC_BAD_UDP, "bad_udp" },
+				   { HPCC_SFC_BAD_SOURCE, "bad_source" },
+				   { HPCC_SFC_LOOPBACK, "loopback" },
+				   { HPCC_SFC_TUNNEL, "tunnel" },
+				   { HPCC_SFC_IFACE, "iface" },
+				   { HPCC_SFC_LOCAL_SOURCE, "local_source" },
+				   { HPCC_SFC_DUPLICATE, "duplicate" },
+				   { HPCC_SFC_SOURCE_QUOTA, "source_quota" }))
 );
 
 #endif /* _HPCC_TRACE_H */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Probe and response machinery (draft section 7.2). Despite the name it
-//! receives as well as sends: probes and responses in both directions,
-//! and the switches' SFC signals.
+//! The module's packet I/O (draft section 7.2): it sends and receives
+//! probes and responses, receives the switches' SFC signals, and holds
+//! paused flows at egress.
 //!
 //! * **Sender**: [`send_probe`] emits a small probe for a flow (its own
 //!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an empty INT stack)
@@ -108,12 +108,16 @@ pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32) 
 struct RxSkb(NonNull<bindings::sk_buff>);
 
 impl RxSkb {
+    /// The packet's length (from its IP header at the hooks we use).
+    fn len(&self) -> usize {
+        // SAFETY: the skb is live for the hook call; `len` is a plain field.
+        unsafe { core::ptr::addr_of!((*self.0.as_ptr()).len).read() as usize }
+    }
+
     /// Copies up to `out.len()` bytes from the start of the packet (the
     /// IP header in LOCAL_IN) and returns how many.
     fn copy_prefix(&self, out: &mut [u8]) -> usize {
-        // SAFETY: the skb is live for the hook call; `len` is a plain field.
-        let len = unsafe { core::ptr::addr_of!((*self.0.as_ptr()).len).read() } as usize;
-        let n = len.min(out.len());
+        let n = self.len().min(out.len());
         // SAFETY: `n` <= skb->len and <= out.len(); skb_copy_bits handles
         // non-linear data and writes exactly `n` bytes into `out`.
         let ret = unsafe { bindings::skb_copy_bits(self.0.as_ptr(), 0, out.as_mut_ptr().cast(), n as c_int) };
@@ -262,7 +266,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
         let n = rx.copy_prefix(buf.get_mut(..sfc::MAX_SIGNAL_PACKET).unwrap_or(&mut []));
         // SAFETY: this hook's netns and live skb, under netfilter's RCU
         // read lock.
-        return match unsafe { sfc_rx::on_udp(net, skb, buf.get(..n).unwrap_or(&[]), now_ns()) } {
+        return match unsafe { sfc_rx::on_udp(net, skb, buf.get(..n).unwrap_or(&[]), rx.len(), now_ns()) } {
             sfc_rx::Verdict::Pass => bindings::NF_ACCEPT,
             sfc_rx::Verdict::Consume => {
                 // SAFETY: we own the skb once we return NF_STOLEN; freed
@@ -297,10 +301,12 @@ unsafe extern "C" fn hpcc_nf_local_in(
     }
 }
 
-/// The netfilter POST_ROUTING hook: holds packets of flows paused at
-/// egress (`sfc_scope` 1, `sfc_rx`). Every other packet costs one atomic
-/// load of its netns's state while nothing is paused there, and a clock
-/// read and a look at its headers while something may be.
+/// The netfilter POST_ROUTING hook: holds packets that sockets of this
+/// netns send on flows paused at egress (`sfc_scope` 1, `sfc_rx`). Every
+/// other packet costs one atomic load of its netns's state while nothing
+/// is paused there, and a socket check, a clock read, a look at its
+/// headers and a lock-free probe of the pause table while something may
+/// be.
 unsafe extern "C" fn hpcc_nf_post_routing(
     _priv: *mut c_void,
     skb: *mut bindings::sk_buff,
@@ -311,6 +317,12 @@ unsafe extern "C" fn hpcc_nf_post_routing(
         return bindings::NF_ACCEPT;
     };
     if !sfc_rx::egress_active(net) {
+        return bindings::NF_ACCEPT;
+    }
+    // Only what a socket of this netns sends: never forwarded or bridged
+    // traffic, nor a container's that crossed a veth.
+    // SAFETY: the live skb and netns of this hook.
+    if !unsafe { bindings::hpcc_skb_is_local_out(skb, net.as_ptr()) } {
         return bindings::NF_ACCEPT;
     }
     let now = now_ns();

@@ -9,14 +9,15 @@
 #  1. off by default: sfc_enable 0 and an empty sfc_acl; every signal is
 #     counted as disabled, none applied; and (1b) the flow carries what it
 #     carries with the switch silent (within 5%);
-#  2. enabled with the switch in sfc_acl: signals pause the flow (applied
+#  2. enabled with the switch in sfc_acl and the sender's eth0 in
+#     sfc_ifaces: signals pause the flow (applied
 #     or deferred to the next ACK) and cut its window;
 #  3. spoofed and malformed signals, injected by a raw socket while the
 #     switch is silent (outside the access list, TTL 254, an unknown flow,
 #     a sequence number outside the flow's window, truncated, a bad
 #     version): each counted exactly under its reason, none applied;
 #  4. pause precision: one injected 5 ms pause (in the flow's window,
-#     from the switch's address, sent to the sender's own address): in
+#     from the switch's address, a frame from the switch's port): in
 #     the emulator's packet log the flow's data departures stop (but for
 #     packets already below TCP, within two of its usual gaps) and resume
 #     5 ms after the send (up to one usual gap and 1 ms late), with no
@@ -32,7 +33,7 @@
 #     (within 5%);
 #  8. a storm of 100,000 signals per second (checked in virtual time;
 #     plain TCG sends what it can) for 2 s from an allowed source: the
-#     per-netns bucket admits at most sfc_rate x duration + sfc_burst,
+#     source's bucket admits at most sfc_rate x duration + sfc_burst,
 #     sch_fq drops nothing beyond its horizon, the flow's cwnd is cut
 #     once (at its end at least half what it was 100 ms in), and
 #     (timing, throughput-gated) the flow is back at its rate within
@@ -63,6 +64,7 @@ cleanup() {
 	echo 0 >"$P/sfc_scope" 2>/dev/null
 	echo 1 >"$P/sfc_window_cut" 2>/dev/null
 	echo "" >"$P/sfc_acl" 2>/dev/null
+	echo "" >"$P/sfc_ifaces" 2>/dev/null
 	intsw_cleanup
 }
 trap cleanup EXIT
@@ -136,7 +138,7 @@ ktap_check_v "disabled_run_matches_a_silent_switch" t_disabled_matches_silent
 
 # 2. Enabled for the switch's address.
 t_enabled() {
-	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
+	echo 10.255.0.0/24 >"$P/sfc_acl" && echo eth0 >"$P/sfc_ifaces" && echo 1 >"$P/sfc_enable" || return 1
 	echo "sfc_acl: $(cat $P/sfc_acl)"
 	intsw_reset ${HPCC_NS}-sw1 rcv
 	sfc_counts >"$OUT/on.0"
@@ -213,7 +215,8 @@ t_precision() {
 	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT >"$OUT/pause.json"
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT --inject-ns ${HPCC_NS}-sw1 --inject-dev s1 \
+		>"$OUT/pause.json"
 	echo 1 >"$P/sfc_window_cut"
 	[ -s "$OUT/pause.json" ] || return 1
 	wait $k
@@ -346,7 +349,7 @@ rev_flow() { # rev_flow TAG: the reverse flow for 3 s; prints its Mbit/s
 }
 rcv_received() { ip netns exec ${HPCC_NS}-rcv cat /proc/net/hpcc_stat | awk '$1 == "sfc_received" { print $2 }'; }
 t_collateral() {
-	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
+	echo 10.255.0.0/24 >"$P/sfc_acl" && echo eth0 >"$P/sfc_ifaces" && echo 1 >"$P/sfc_enable" || return 1
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >/dev/null || return 1
 	local alone busy r0 r1 sent
 	alone=$(rev_flow alone) || return 1
@@ -373,7 +376,7 @@ ktap_check_v "no_collateral_on_an_uncongested_path" t_collateral
 # and (timing, throughput-gated) 100 ms after the storm the flow leaves
 # the bottleneck at the rate it had before it.
 t_storm() {
-	echo 10.255.0.0/24 >"$P/sfc_acl" && echo 1 >"$P/sfc_enable" || return 1
+	echo 10.255.0.0/24 >"$P/sfc_acl" && echo eth0 >"$P/sfc_ifaces" && echo 1 >"$P/sfc_enable" || return 1
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
 	tc -n ${HPCC_NS}-s1 qdisc replace dev eth0 root fq || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
@@ -382,7 +385,7 @@ t_storm() {
 	local k=$!
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
 	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT --after 1.5 --secs 4.5 \
-		--pause-us 1000 --storm 2 --rate 100000 >"$OUT/storm.json"
+		--inject-ns ${HPCC_NS}-sw1 --inject-dev s1 --pause-us 1000 --storm 2 --rate 100000 >"$OUT/storm.json"
 	local rc=$?
 	wait $k
 	sfc_counts >"$OUT/storm.1"
@@ -395,19 +398,20 @@ t_storm() {
 	python3 "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/storm.log"
 	[ $rc -eq 0 ] && [ -s "$OUT/storm.json" ] || { cat "$OUT/storm.json"; return 1; }
 	local c n
-	for c in received rate_limited applied deferred no_flow seq_out_of_window; do
+	for c in received rate_limited applied deferred no_flow seq_out_of_window duplicate; do
 		n=$(delta "$OUT/storm.0" "$OUT/storm.1" sfc_$c)
 		eval "s_$c=$n"
 	done
 	python3 - "$OUT/storm.json" "$OUT/storm.log" "$(cat $P/sfc_rate)" "$(cat $P/sfc_burst)" \
 		"$s_received" "$s_rate_limited" "$s_applied" "$s_deferred" "$s_no_flow" "$s_seq_out_of_window" \
-		"$hz" "$OUT/storm.txt" <<-'EOF'
+		"$s_duplicate" "$hz" "$OUT/storm.txt" <<-'EOF'
 		import json, sys
 		r = json.load(open(sys.argv[1]))
-		rate, burst, rx, limited, app, dfr, noflow, seq = map(int, sys.argv[3:11])
-		hz, txt = sys.argv[11], sys.argv[12]
+		rate, burst, rx, limited, app, dfr, noflow, seq, dup = map(int, sys.argv[3:12])
+		hz, txt = sys.argv[12], sys.argv[13]
 		secs = (r["t_storm_end_ns"] - r["t_inject_ns"]) / 1e9
-		admitted = app + dfr + noflow + seq
+		# Past the bucket: acted on, or refused by the flow's checks.
+		admitted = app + dfr + noflow + seq + dup
 		bound = rate * (secs + 0.01) + burst
 		# The flow's departures from the 10 Mbit/s port, bytes per ns
 		# before the storm and, after it, the first 20 ms window from which
@@ -428,7 +432,7 @@ t_storm() {
 		        break
 		msg = (f"{r['signals']} signals in {secs:.2f} s ({r['signals'] / secs:,.0f}/s); received {rx},"
 		       f" rate-limited {limited}, admitted {admitted} (applied {app}, deferred {dfr}, no flow {noflow},"
-		       f" out of window {seq}) of at most {bound:,.0f} (sfc_rate {rate}/s x {secs:.2f} s + sfc_burst {burst});"
+		       f" out of window {seq}, duplicates {dup}) of at most {bound:,.0f} (sfc_rate {rate}/s x {secs:.2f} s + sfc_burst {burst});"
 		       f" fq horizon drops {hz}; the flow left the port at {before * 8e3:.2f} Mbit/s before the storm and"
 		       f" was back at 90% of it {back} ms after it")
 		print(msg)

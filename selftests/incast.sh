@@ -11,7 +11,8 @@
 # algorithm runs with Source Flow Control off and on, in the same boot:
 #   off: the port does not signal, sfc_enable 0;
 #   on:  the port signals (intsw_sfc defaults: trigger K, target K/10),
-#        sfc_enable 1, sfc_acl the switches' addresses, sfc_scope 1 (dctcp
+#        sfc_enable 1, sfc_acl the switches' addresses, sfc_ifaces the
+#        senders' eth0, sfc_scope 1 (dctcp
 #        and cubic flows are held at egress); the module's other settings
 #        are its defaults.
 # Senders pace in sch_fq (the qdisc SFC's pause relies on). Writes
@@ -31,7 +32,9 @@
 # applied, by reason), victim_rpcs, victim_p50_us, victim_p99_us (RPCs
 # in progress during the incast), complete (every byte arrived), timeouts (the
 # N senders' retransmission timeouts, TcpExtTCPTimeouts: a sender waiting
-# in one leaves the port, and so the victim, a calmer queue).
+# in one leaves the port, and so the victim, a calmer queue), victim_fair_us
+# (the victim's 8 KiB RPC on the wire at 1/(N+1) of the port, plus one base
+# RTT: its time at a fair share).
 set -u
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -59,6 +62,7 @@ cleanup() {
 	echo 0 >$P/sfc_enable
 	echo 0 >$P/sfc_scope
 	echo "" >$P/sfc_acl
+	echo "" >$P/sfc_ifaces
 	intsw_cleanup
 }
 trap cleanup EXIT
@@ -96,10 +100,11 @@ timeouts() { # timeouts NS...: their retransmission timeouts, summed
 sfc_mode() { # sfc_mode 0|1
 	if [ "$1" = 1 ]; then
 		intsw_sfc ${HPCC_NS}-sw1 rcv >/dev/null || return 1
-		echo 10.255.0.0/24,fd00:ff::/64 >$P/sfc_acl && echo 1 >$P/sfc_enable && echo 1 >$P/sfc_scope
+		echo 10.255.0.0/24,fd00:ff::/64 >$P/sfc_acl && echo eth0 >$P/sfc_ifaces && echo 1 >$P/sfc_enable &&
+			echo 1 >$P/sfc_scope
 	else
 		intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
-		echo 0 >$P/sfc_enable && echo "" >$P/sfc_acl && echo 0 >$P/sfc_scope
+		echo 0 >$P/sfc_enable && echo "" >$P/sfc_acl && echo "" >$P/sfc_ifaces && echo 0 >$P/sfc_scope
 	fi
 }
 
@@ -143,7 +148,8 @@ for rep in $(seq 0 $((REPS - 1))); do
 				          + d.get("sfc_applied_egress", 0),
 				          "egress_held": d.get("sfc_egress_held", 0),
 				          "window_cuts": d.get("sfc_window_cuts", 0), "sfc_rejected": rej,
-				          "ce_marks": port["ce_marks"], "timeouts": int(open(base + ".rto").read())})
+				          "ce_marks": port["ce_marks"], "timeouts": int(open(base + ".rto").read()),
+				          "victim_fair_us": incast.victim_fair_us(8192, int(n), int(rate), int(rtt), int(fam))})
 				print(json.dumps(r))
 			EOF
 		done

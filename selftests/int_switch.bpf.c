@@ -546,6 +546,14 @@ static __always_inline __u16 csum_fold32(__u64 sum)
 }
 
 /* The IPv6 pseudo-header for the UDP checksum (RFC 8200 section 8.1). */
+struct sfc_pseudo4 {
+	__be32 saddr;
+	__be32 daddr;
+	__u8 zero;
+	__u8 proto;
+	__be16 len;
+};
+
 struct sfc_pseudo6 {
 	__u8 saddr[16];
 	__u8 daddr[16];
@@ -625,7 +633,27 @@ int int_switch_sfc(struct __sk_buff *skb)
 		sum = bpf_csum_diff(NULL, 0, (__be32 *)&iph, sizeof(iph), 0);
 		if (sum < 0)
 			goto bad;
-		iph.check = csum_fold32(sum);	/* UDP checksum 0: none (IPv4) */
+		iph.check = csum_fold32(sum);
+		{
+			/* A UDP checksum in IPv4 too: hosts refuse a signal without one. */
+			struct sfc_pseudo4 ph = {
+				.saddr = iph.saddr,
+				.daddr = iph.daddr,
+				.proto = IPPROTO_UDP,
+				.len = uh.len,
+			};
+
+			sum = bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+			if (sum >= 0)
+				sum = bpf_csum_diff(NULL, 0, (__be32 *)&uh, sizeof(uh), sum);
+			if (sum >= 0)
+				sum = bpf_csum_diff(NULL, 0, (__be32 *)&h, sizeof(h), sum);
+			if (sum < 0)
+				goto bad;
+			uh.check = csum_fold32(sum);
+			if (!uh.check)
+				uh.check = 0xffff;
+		}
 		if (bpf_skb_change_tail(skb, len, 0) < 0 ||
 		    bpf_skb_store_bytes(skb, ETH_HLEN, &iph, sizeof(iph), 0) < 0)
 			goto bad;

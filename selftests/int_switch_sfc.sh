@@ -9,7 +9,7 @@
 #
 #  1. off until configured: a congested port sends no signal;
 #  2. signals are valid packets: from the switch's own address, TTL 255,
-#     IPv4 header checksum, UDP to the SFC port, every field of the header
+#     IPv4 header and UDP checksums, UDP to the SFC port, every field of the header
 #     as the triggering packet and the port say;
 #  3. pause = time to drain the reported queue down to the target;
 #  4. one flow is signalled at most once per suppression window;
@@ -113,7 +113,7 @@ t_valid() {
 print(f'{len(s)} signals captured, switch sent $SENT_ONE; first: {s[0] if s else None}')
 assert s and len(s) == $SENT_ONE
 for x in s:
-    assert x['src'] == '10.255.0.1' and x['ttl'] == 255 and x['ip_csum_ok'], x
+    assert x['src'] == '10.255.0.1' and x['ttl'] == 255 and x['ip_csum_ok'] and x['udp_csum_ok'], x
     assert x['udp_sport'] == 6535 and x['udp_len'] == 8 + 68 and x['len'] == 68, x
     assert (x['version'], x['family'], x['l4proto'], x['len_field']) == (1, 4, 17, 68), x
     assert (x['speed'], x['switch_id'], x['reserved2'], x['seq']) == (12, 0x101, 0, 0), x

@@ -43,7 +43,25 @@
         "signals"}; --storm S [--rate R]: from then on for S seconds, R
         signals per second (batches of 64 with the newest sequence
         number), "t_storm_end_ns", and TCP_INFO's snd_cwnd 100 ms into
-        the storm and at its end ("cwnd_cut", "cwnd_end")
+        the storm and at its end ("cwnd_cut", "cwnd_end").
+        How the signal travels (--inject): "frame" (default) as an
+        Ethernet frame from port --inject-dev of netns --inject-ns, as a
+        switch sends it, to this host's --rx-dev, optionally inside an
+        IPIP or GRE tunnel (--encap, --outer-src, --outer-dst); "raw" to
+        this host's own address through loopback; "udp" from a UDP socket
+        bound to the local address --src with IP_TTL 255. --ttl,
+        --udp-csum good|bad|zero, --udp-len, an IPv6 --src (to --to6),
+        --repeat N (the same signal N times) forge the rest.
+  sfc_signal.py spray --inject-ns NS --inject-dev DEV --local A --sports F-L
+        one signal per UDP source port F..L naming A:port -> --peer, as
+        frames from a switch's port
+  sfc_signal.py nfqueue SECS [--queue N]
+        accept every packet of NFQUEUE N for SECS seconds (the verdicts
+        reinject them from this process, bottom halves on)
+  sfc_signal.py scope-hold --inject-ns NS --inject-dev DEV --local A
+                --sport P --from-ns NS2
+        sfc_scope 1: a local UDP socket on port P is paused; datagrams of
+        the same 5-tuple forwarded from NS2 are not held, the socket's are
   sfc_signal.py tcpsend DST PORT SECS [--dev DEV]
         one TCP connection writing as fast as it can for SECS seconds;
         prints {"sport", "isn"} once connected and {"sport", "isn",
@@ -129,7 +147,8 @@ def capture(a):
         if a.family == 4:
             ihl = (data[0] & 15) * 4
             ttl, ip_ok, udp = data[8], csum(data[:ihl]) == 0, data[ihl:]
-            udp_ok = struct.unpack_from("!H", udp, 6)[0] == 0 or None
+            ph = data[12:20] + struct.pack("!BBH", 0, 17, len(udp))
+            udp_ok = struct.unpack_from("!H", udp, 6)[0] != 0 and csum(ph + udp) == 0
         else:
             ttl = next((struct.unpack("i", d)[0] for lvl, typ, d in anc
                         if lvl == socket.IPPROTO_IPV6 and typ == socket.IPV6_HOPLIMIT), None)
@@ -276,10 +295,32 @@ def tcpsend(a):
     return 0 if isn is not None else 1
 
 
+def injector(a, local):
+    """How pause() sends a signal packet: a raw socket to this host's own
+    address (it arrives through loopback), a UDP socket from a local
+    address with IP_TTL 255 (an unprivileged process), or a frame from a
+    switch's (or container's) port (--inject-ns, --inject-dev) to --rx-dev,
+    optionally in an IPIP or GRE tunnel."""
+    if a.inject == "raw":
+        raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        raw.connect((local, 0))
+        return raw.send
+    if a.inject == "udp":
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, 255)
+        u.bind((a.src, H["PORT_DEFAULT"]))
+        u.connect((local, H["PORT_DEFAULT"]))
+        return lambda pkt: u.send(pkt[28:])  # the payload; the kernel builds the rest
+    f = FrameSender(a.inject_ns, a.inject_dev, local_mac(a.rx_dev))
+    if a.encap == "none":
+        return f.send
+    return lambda pkt: f.send(encap(pkt, a.encap, a.outer_src, a.outer_dst))
+
+
 def pause(a):
-    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     c, sport, isn = connect_isn(a.dst, a.port, a.dev)
     local = c.getsockname()[0]
+    send = injector(a, local)
     buf = b"x" * 65536
     c.settimeout(0.05)
     t0 = time.monotonic()
@@ -293,27 +334,31 @@ def pause(a):
         ti = tcp_info(c)
         seq = (isn + ti["bytes_sent"] - ti["bytes_retrans"]) & 0xffffffff
         pay = encode(4, 6, 12, a.pause_us * 1000, 50000, 0x101, 1, sport, a.port, seq, local, a.dst)
-        return ipv4_udp(a.src, local, 255, H["PORT_DEFAULT"], pay), seq, ti
+        if ":" in a.src:
+            return ipv6_udp(a.src, a.to6, a.ttl, H["PORT_DEFAULT"], pay, udp_csum=a.udp_csum,
+                            udp_len=a.udp_len), seq, ti
+        return ipv4_udp(a.src, local, a.ttl, H["PORT_DEFAULT"], pay, udp_csum=a.udp_csum, udp_len=a.udp_len), seq, ti
 
     while time.monotonic() - t0 < a.secs:
         if "seq" not in out and time.monotonic() - t0 >= a.after:
             pkt, seq, ti = signal()
             out.update(seq=seq, unacked=ti["unacked"], retrans=[ti["retrans"]])
             out["t_inject_ns"] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            raw.sendto(pkt, (local, 0))
-            signals = 1
+            for _ in range(a.repeat):
+                send(pkt)
+            signals = a.repeat
             if a.storm:
-                raw.connect((local, 0))
                 storm_end = out["t_inject_ns"] + int(a.storm * 1e9)
                 c.settimeout(0)
         # --storm: signals at --rate until the storm ends, each batch of 64
         # with the then newest sequence number, a write between batches;
-        # send() on the connected socket, not sendto(): parsing the address
-        # per packet kept the storm under 98,000 per second in virtual time.
+        # send() on a bound or connected socket, not sendto(): parsing the
+        # address per packet kept the storm under 98,000 per second in
+        # virtual time.
         while storm_end and signals < a.rate * (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - out["t_inject_ns"]) / 1e9:
             pkt = signal()[0]
             for _ in range(64):
-                raw.send(pkt)
+                send(pkt)
             signals += 64
             # cwnd once the first signal's cut has applied (100 ms in) and
             # as the storm ends: signals alone cut once per episode.
@@ -354,13 +399,98 @@ def encode(fam, proto, speed, pause_ns, qlen, switch_id, port_id, sport, dport, 
     return bytes(p)
 
 
-def ipv4_udp(src, dst, ttl, port, pay):
-    """An IPv4 UDP datagram to and from PORT (no UDP checksum), for a raw socket."""
-    udp = struct.pack("!HHHH", port, port, 8 + len(pay), 0) + pay
+def udp_datagram(src, dst, port, pay, udp_csum="good", udp_len=None):
+    """UDP header and payload from and to PORT, with its checksum over the
+    pseudo-header of SRC and DST (either family): "good", "bad" (one bit
+    off) or "zero" (none); UDP_LEN overrides the length field."""
+    fam = socket.AF_INET6 if ":" in src else socket.AF_INET
+    n = 8 + len(pay)
+    udp = bytearray(struct.pack("!HHHH", port, port, n if udp_len is None else udp_len, 0) + pay)
+    if fam == socket.AF_INET:
+        ph = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, n)
+    else:
+        ph = socket.inet_pton(fam, src) + socket.inet_pton(fam, dst) + struct.pack("!IxxxB", n, 17)
+    c = csum(ph + bytes(udp)) or 0xffff
+    c = {"good": c, "bad": c ^ 1, "zero": 0}[udp_csum]
+    struct.pack_into("!H", udp, 6, c)
+    return bytes(udp)
+
+
+def ipv4_udp(src, dst, ttl, port, pay, **kw):
+    """An IPv4 UDP datagram to and from PORT with a valid UDP checksum
+    (udp_datagram's options), for a raw socket."""
+    udp = udp_datagram(src, dst, port, pay, **kw)
     ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, ttl, 17, 0,
                                socket.inet_aton(src), socket.inet_aton(dst)))
     struct.pack_into("!H", ip, 10, csum(bytes(ip)))
     return bytes(ip) + udp
+
+
+def ipv6_udp(src, dst, hlim, port, pay, **kw):
+    """The same over IPv6 (no extension header)."""
+    udp = udp_datagram(src, dst, port, pay, **kw)
+    return (struct.pack("!IHBB", 6 << 28, len(udp), 17, hlim) + socket.inet_pton(socket.AF_INET6, src)
+            + socket.inet_pton(socket.AF_INET6, dst) + udp)
+
+
+def encap(inner, how, outer_src, outer_dst):
+    """INNER (an IPv4 packet) in an IPIP or GRE packet from OUTER_SRC to OUTER_DST."""
+    if how == "ipip":
+        proto, body = 4, inner
+    else:
+        proto, body = 47, struct.pack("!HH", 0, 0x0800) + inner
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 0, 0x4000, 64, proto, 0,
+                               socket.inet_aton(outer_src), socket.inet_aton(outer_dst)))
+    struct.pack_into("!H", ip, 10, csum(bytes(ip)))
+    return bytes(ip) + body
+
+
+def in_netns(name, make):
+    """MAKE() run inside network namespace NAME (/run/netns/NAME): the
+    socket it returns stays there."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    CLONE_NEWNET = 0x40000000
+    here = os.open("/proc/self/ns/net", os.O_RDONLY)
+    there = os.open("/run/netns/" + name, os.O_RDONLY)
+    try:
+        if libc.setns(there, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns " + name)
+        try:
+            return make()
+        finally:
+            libc.setns(here, CLONE_NEWNET)
+    finally:
+        os.close(here)
+        os.close(there)
+
+
+class FrameSender:
+    """Sends IP packets as Ethernet frames on DEV of network namespace NS
+    (AF_PACKET, bypassing DEV's qdisc and tc hooks), to the MAC DMAC: a
+    packet that arrives on the receiving device as if a switch's port had
+    sent it."""
+
+    def __init__(self, ns, dev, dmac):
+        PACKET_QDISC_BYPASS = 20
+
+        def make():
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+            s.bind((dev, 0))
+            s.setsockopt(263, PACKET_QDISC_BYPASS, 1)  # SOL_PACKET
+            return s
+        self.s = in_netns(ns, make) if ns else make()
+        smac = self.s.getsockname()[4]
+        self.hdr = bytes.fromhex(dmac.replace(":", "")) + smac
+
+    def send(self, pkt):
+        et = 0x86DD if pkt[0] >> 4 == 6 else 0x0800
+        self.s.send(self.hdr + struct.pack("!H", et) + pkt)
+
+
+def local_mac(dev):
+    with open("/sys/class/net/%s/address" % dev) as f:
+        return f.read().strip()
 
 
 def inject(a):
@@ -381,6 +511,115 @@ def inject(a):
             time.sleep(a.gap)
         out.append(variant)
     print(json.dumps({"sent_each": a.count, "cases": out}))
+    return 0
+
+
+def nfqueue(a):
+    """Accepts every packet of NFQUEUE --queue for SECS seconds from this
+    process (raw netfilter netlink): the verdict reinjects the packet into
+    the remaining hooks in this process's context, bottom halves on.
+    Prints {"verdicts"}."""
+    NETLINK_NETFILTER, NFNL_SUBSYS_QUEUE = 12, 3
+    MSG_PACKET, MSG_VERDICT, MSG_CONFIG = 0, 1, 2
+    NLM_F_REQUEST = 1
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+    s.bind((0, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+
+    def attr(t, body):
+        return struct.pack("=HH", 4 + len(body), t) + body + b"\0" * (-len(body) % 4)
+
+    def msg(mtype, family, body, seq=0):
+        payload = struct.pack("=BBH", family, 0, socket.htons(a.queue)) + body
+        return struct.pack("=IHHII", 16 + len(payload), (NFNL_SUBSYS_QUEUE << 8) | mtype, NLM_F_REQUEST, seq, 0) + payload
+
+    # Bind the queue (NFQA_CFG_CMD, NFQNL_CFG_CMD_BIND) and ask for the
+    # metadata only (NFQA_CFG_PARAMS, NFQNL_COPY_META).
+    s.send(msg(MSG_CONFIG, 0, attr(1, struct.pack("!BxH", 1, 0))))
+    s.send(msg(MSG_CONFIG, 0, attr(2, struct.pack("!IB", 0, 1))))
+    s.settimeout(0.2)
+    end, n = time.monotonic() + a.secs, 0
+    while time.monotonic() < end:
+        try:
+            data = s.recv(1 << 20)
+        except socket.timeout:
+            continue
+        except OSError as e:
+            if e.errno == 105:  # ENOBUFS: the kernel dropped queue messages; go on
+                continue
+            raise
+        off = 0
+        while off + 16 <= len(data):
+            ln, typ = struct.unpack_from("=IH", data, off)
+            if ln < 16:
+                break
+            if typ == (NFNL_SUBSYS_QUEUE << 8) | MSG_PACKET:
+                fam = data[off + 16]
+                p = off + 20
+                while p + 4 <= off + ln:
+                    alen, atyp = struct.unpack_from("=HH", data, p)
+                    if alen < 4:
+                        break
+                    if atyp & 0x7fff == 1:  # NFQA_PACKET_HDR: packet_id first
+                        pid = struct.unpack_from("!I", data, p + 4)[0]
+                        s.send(msg(MSG_VERDICT, fam, attr(2, struct.pack("!II", 1, pid))))  # NF_ACCEPT
+                        n += 1
+                    p += (alen + 3) & ~3
+            off += (ln + 3) & ~3
+    print(json.dumps({"verdicts": n}))
+    return 0
+
+
+def hpcc_stat():
+    """This netns's /proc/net/hpcc_stat as a dict."""
+    with open("/proc/net/hpcc_stat") as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+def spray(a):
+    """Signals naming UDP flows LOCAL:SPORT -> PEER:DPORT for each SPORT of
+    --sports FIRST-LAST, as frames from a switch's port (--inject-ns,
+    --inject-dev) to --rx-dev; prints {"sent"}."""
+    f = FrameSender(a.inject_ns, a.inject_dev, local_mac(a.rx_dev))
+    first, last = (int(x) for x in a.sports.split("-"))
+    for sp in range(first, last + 1):
+        pay = encode(4, 17, 12, a.pause_us * 1000, 50000, 0x101, 1, sp, a.dport, 0, a.local, a.peer)
+        f.send(ipv4_udp(a.src, a.local, 255, H["PORT_DEFAULT"], pay))
+    print(json.dumps({"sent": last - first + 1}))
+    return 0
+
+
+def scope_hold(a):
+    """sfc_scope 1 holds only what this netns's sockets send: a UDP socket
+    here bound to --sport gets a pause (a signal from a switch's port, as
+    spray), then --fwd datagrams with the same 5-tuple come from the
+    netns --from-ns (forwarded through this host) and --local datagrams
+    from the socket; prints the held counters' growth for each, and the
+    signal's outcome."""
+    held = ("sfc_egress_held", "sfc_egress_no_edt_qdisc")
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("0.0.0.0", a.sport))
+    u.connect((a.peer, a.dport))
+    fwd = in_netns(a.from_ns, lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW))
+    f = FrameSender(a.inject_ns, a.inject_dev, local_mac(a.rx_dev))
+    pay = encode(4, 17, 12, a.pause_us * 1000, 50000, 0x101, 1, a.sport, a.dport, 0, a.local, a.peer)
+    c0 = hpcc_stat()
+    f.send(ipv4_udp(a.src, a.local, 255, H["PORT_DEFAULT"], pay))
+    time.sleep(0.02)
+    c1 = hpcc_stat()
+    dgram = ipv4_udp(a.local, a.peer, 64, a.sport, b"f" * 100)
+    dgram = dgram[:22] + struct.pack("!H", a.dport) + dgram[24:]  # to the peer's port
+    for _ in range(a.fwd):
+        fwd.sendto(dgram, (a.peer, 0))
+    time.sleep(0.02)
+    c2 = hpcc_stat()
+    for _ in range(a.local_n):
+        u.send(b"l" * 100)
+    time.sleep(0.02)
+    c3 = hpcc_stat()
+    d = lambda x, y: sum(y[k] - x[k] for k in held)  # noqa: E731
+    print(json.dumps({"applied_egress": c1["sfc_applied_egress"] - c0["sfc_applied_egress"],
+                      "fwd_held": d(c1, c2), "local_held": d(c2, c3), "t_ms": (time.monotonic())}))
     return 0
 
 
@@ -435,14 +674,44 @@ def main():
     q.add_argument("--dev", default="eth0")
     q.add_argument("--storm", type=float, default=0, help="seconds of signals at --rate from the first")
     q.add_argument("--rate", type=float, default=100_000)
+    q.add_argument("--inject", default="frame", choices=("frame", "raw", "udp"))
+    q.add_argument("--inject-ns", help="the netns of the sending port (frame)")
+    q.add_argument("--inject-dev", default="eth0", help="the sending port (frame)")
+    q.add_argument("--rx-dev", default="eth0", help="the device here that receives the frame")
+    q.add_argument("--encap", default="none", choices=("none", "ipip", "gre"))
+    q.add_argument("--outer-src")
+    q.add_argument("--outer-dst")
+    q.add_argument("--ttl", type=int, default=255)
+    q.add_argument("--to6", help="this host's IPv6 address, for an IPv6 --src")
+    q.add_argument("--udp-csum", default="good", choices=("good", "bad", "zero"))
+    q.add_argument("--udp-len", type=int)
+    q.add_argument("--repeat", type=int, default=1, help="send the first signal this many times")
     t = sub.add_parser("tcpsend")
     t.add_argument("dst")
     t.add_argument("port", type=int)
     t.add_argument("secs", type=float)
     t.add_argument("--dev", default="eth0")
+    nq = sub.add_parser("nfqueue")
+    nq.add_argument("secs", type=float)
+    nq.add_argument("--queue", type=int, default=0)
+    for name in ("spray", "scope-hold"):
+        r = sub.add_parser(name)
+        r.add_argument("--inject-ns", required=True)
+        r.add_argument("--inject-dev", required=True)
+        r.add_argument("--rx-dev", default="eth0")
+        r.add_argument("--src", default="10.255.0.1")
+        r.add_argument("--local", required=True, help="this host's address")
+        r.add_argument("--peer", default="10.0.2.1")
+        r.add_argument("--dport", type=int, default=9)
+        r.add_argument("--pause-us", type=int, default=5000)
+    r.add_argument("--sport", type=int, required=True)
+    r.add_argument("--from-ns", required=True)
+    r.add_argument("--fwd", type=int, default=20)
+    r.add_argument("--local-n", type=int, default=5)
+    sub.choices["spray"].add_argument("--sports", required=True, help="FIRST-LAST")
     a = p.parse_args()
     return {"capture": capture, "blast": blast, "frames": frames, "sink": sink, "tcpsend": tcpsend, "pause": pause,
-            "inject": inject}[a.cmd](a)
+            "inject": inject, "spray": spray, "scope-hold": scope_hold, "nfqueue": nfqueue}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -612,7 +612,12 @@ impl FlowCtl {
         self.sfc_gen = s.gen;
         self.sfc_held_until_ns = c.sfc_reach_until(k);
         if k.sfc_window_cut == 1 {
-            let rate = wire::rate_info(s.speed).map_or(0, |r| r.bps());
+            // The signalling port is on the flow's path, so it runs no
+            // slower than the slowest link the flow's telemetry shows: a
+            // lower speed code contradicts the telemetry and would cut
+            // deeper than the port's queue warrants.
+            let signalled = wire::rate_info(s.speed).map_or(0, |r| r.bps());
+            let rate = signalled.max(self.path_rate.saturating_mul(8));
             let eta = self.params.config().eta_ppm;
             let w = self.law.window_bytes().max(w_before);
             let cut = self.sfc_cut.on_signal(w, s.qlen, rate, self.base_rtt_ns, eta, 0, c.now_ns, self.rcv_flows, s.gap_ns);

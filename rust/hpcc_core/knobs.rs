@@ -83,13 +83,13 @@ macro_rules! knob_table {
             max_flows_per_netns: 0, "0 .. 2^31",
                 "most flows with telemetry state per network namespace (further flows run the fallback and retry every 100 ms); 0 = no limit";
             sfc_enable: 0, "0, 1",
-                "1: act on Source Flow Control signals from switches in sfc_acl; 0: count them as disabled and pass them on";
+                "1: act on Source Flow Control signals from switches in sfc_acl on devices in sfc_ifaces; 0: count them as disabled and pass them on";
             sfc_port: sfc::PORT_DEFAULT as u32, "1 .. 65535",
                 "UDP port of SFC signals";
             sfc_rate: 10_000, "1 .. 10^7",
-                "SFC signals a network namespace accepts per second";
+                "SFC signals a network namespace accepts per second from one source (each source has its own token bucket, of 64 per namespace)";
             sfc_burst: 100, "1 .. 10^6",
-                "SFC signals a network namespace accepts in a burst";
+                "SFC signals a network namespace accepts in a burst from one source";
             sfc_max_pause_us: 10_000, "1 .. 10^6",
                 "longest pause an SFC signal may set, in us";
             sfc_window_cut: 1, "0, 1",
@@ -107,7 +107,17 @@ pub(crate) use knob_table;
 pub const ACL_KNOB: KnobInfo = KnobInfo {
     name: "sfc_acl",
     range: "up to 16 prefixes",
-    desc: "switches whose SFC signals are accepted: IPv4/IPv6 prefixes ADDR/LEN, comma-separated",
+    desc: "switches whose SFC signals are accepted: IPv4/IPv6 prefixes ADDR/LEN, comma-separated (each matches sources of its own family)",
+    default: None,
+};
+
+/// The other text knob: the devices SFC signals are accepted on (its own
+/// parser, `sfc::IfaceList`).
+pub const IFACES_KNOB: KnobInfo = KnobInfo {
+    name: "sfc_ifaces",
+    range: "up to 8 device names",
+    desc: "devices SFC signals are accepted on (the fabric-facing ports), comma-separated; a signal from anywhere else \
+           (loopback, a tunnel, a container's veth) is refused",
     default: None,
 };
 

@@ -10,19 +10,29 @@
 //!
 //! 1. [`recognize`]: a UDP payload to the SFC port is a signal at all
 //!    (magic), else it is not ours and passes untouched;
-//! 2. [`Rules::check_source`]: SFC enabled (off by default), TTL / hop
-//!    limit 255, source in the access list, per-netns [`TokenBucket`];
-//! 3. [`parse`]: the whole header is valid;
-//! 4. the glue finds the flow by the signal's tuple ([`Reject::NoFlow`]);
-//! 5. [`Rules::check_flow`]: the data packet's sequence number lies in
-//!    the flow's window; the pause is clamped to the maximum.
+//! 2. [`Rules::admit`]: SFC enabled (off by default); where it came from
+//!    ([`Rules::check_sender`]: a unicast source of the outer IP version,
+//!    not the loopback device, not out of a tunnel, a device in
+//!    `sfc_ifaces`, TTL / hop limit 255, the source in the access list of
+//!    its own family); the datagram's UDP length and checksum; a source
+//!    that is not one of the host's own addresses; the source's
+//!    [`TokenBucket`]; the whole header ([`parse`]), of the outer IP
+//!    version's family;
+//! 3. the glue finds the flow by the signal's tuple, which must be a
+//!    local socket's ([`Reject::NoFlow`]);
+//! 4. [`Rules::check_flow`]: the data packet's sequence number lies in
+//!    the flow's window; the pause is clamped to the maximum; a signal
+//!    the flow has taken already is a [`Reject::Duplicate`]
+//!    ([`ReplayFilter`]).
 //!
 //! [`WindowCut`] then brings an hpcc flow's window down to what the
-//! bottleneck can carry given the reported queue, once per RTT.
+//! bottleneck can carry given the reported queue, once per RTT, and never
+//! further than the flow's own telemetry supports.
 
 use super::fixed::{div_wide, mul_wide, ETA_SCALE};
 use super::wire;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
 
 /// `"HSFC"`.
 pub const MAGIC: u32 = 0x4853_4643;
@@ -102,11 +112,27 @@ pub struct Signal {
 pub enum Reject {
     /// SFC is disabled (the default).
     Disabled,
+    /// The UDP length disagrees with the datagram's, or the UDP checksum
+    /// is missing (0) or wrong.
+    BadUdp,
+    /// The source is not a unicast address of the outer IP version
+    /// (IPv4-mapped, IPv4-compatible, unspecified, multicast, loopback or
+    /// broadcast).
+    BadSource,
+    /// It came in on the loopback device: sent by this host.
+    Loopback,
+    /// It came out of a tunnel (its TTL is whatever the tunnel's remote
+    /// end chose).
+    Tunnel,
+    /// The device it came in on is not in `sfc_ifaces`.
+    Iface,
     /// TTL / hop limit below [`TTL`]: not from the adjacent domain.
     Ttl,
     /// Source address not in the access list.
     Acl,
-    /// The per-netns token bucket is empty.
+    /// The source is one of this host's own addresses (a local process).
+    LocalSource,
+    /// The source's token bucket is empty.
     RateLimited,
     /// Shorter than [`LEN`].
     Truncated,
@@ -116,6 +142,13 @@ pub enum Reject {
     NoFlow,
     /// The sequence number is not in the flow's `[snd_una, snd_nxt)`.
     SeqOutOfWindow,
+    /// The flow has taken this signal (switch, port, sequence number)
+    /// already: a replay.
+    Duplicate,
+    /// `sfc_scope` 1: no free slot for the flow in the netns's pause table.
+    TableFull,
+    /// `sfc_scope` 1: the source holds its share of the pause table already.
+    SourceQuota,
 }
 
 fn be16(b: &[u8], off: usize) -> Option<u16> {
@@ -228,12 +261,20 @@ pub fn encode(s: &Signal, out: &mut [u8]) -> Option<usize> {
 /// A UDP datagram to the SFC port, from its IP header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Incoming<'a> {
+    /// The outer IP version, 4 or 6.
+    pub version: u8,
     /// TTL (IPv4) or hop limit (IPv6).
     pub ttl: u8,
     /// The IP source: the switch.
     pub src: IpAddr,
+    /// The IP destination: this host.
+    pub dst: IpAddr,
     /// The UDP payload (what [`recognize`] and [`parse`] read).
     pub payload: &'a [u8],
+    /// The datagram is whole (IPv4 without options), its IP and UDP
+    /// lengths agree with the packet's, and its UDP checksum is present
+    /// and valid (a signal carries one in both families).
+    pub udp_ok: bool,
 }
 
 /// Bytes of the IP header a hook must look at to tell whether a packet
@@ -256,25 +297,69 @@ pub fn is_candidate(hdr: &[u8]) -> bool {
     }
 }
 
-/// The datagram in `pkt` (from the IP header) if it is an unfragmented
-/// UDP datagram to `port` over IPv4 or IPv6 without extension headers;
-/// `None` otherwise (not ours). The payload is bounded by the UDP length.
-pub fn incoming(pkt: &[u8], port: u16) -> Option<Incoming<'_>> {
-    let (ttl, src, l4) = match pkt.first()? >> 4 {
+/// The one's-complement sum of `b` as 16-bit big-endian words (an odd
+/// last byte padded with zero), added to `acc`, unfolded.
+fn ones_sum(b: &[u8], mut acc: u64) -> u64 {
+    let mut it = b.chunks_exact(2);
+    for w in &mut it {
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [x] = it.remainder() {
+        acc += u64::from(*x) << 8;
+    }
+    acc
+}
+
+/// Whether `udp` (header and payload) carries a valid UDP checksum for a
+/// datagram from `src` to `dst` (RFC 768, RFC 8200 8.1). A checksum of 0
+/// ("none", allowed for IPv4 by RFC 768) is refused in both families: a
+/// signal has authority over a flow and must carry its integrity check.
+pub fn udp_checksum_ok(src: IpAddr, dst: IpAddr, udp: &[u8]) -> bool {
+    if udp.len() < UDP_LEN || be16(udp, 6) == Some(0) {
+        return false;
+    }
+    let Ok(len) = u16::try_from(udp.len()) else { return false };
+    let mut acc = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => ones_sum(&d.octets(), ones_sum(&s.octets(), 0)),
+        (IpAddr::V6(s), IpAddr::V6(d)) => ones_sum(&d.octets(), ones_sum(&s.octets(), 0)),
+        _ => return false,
+    };
+    acc += u64::from(IPPROTO_UDP) + u64::from(len);
+    acc = ones_sum(udp, acc);
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc == 0xffff
+}
+
+/// The datagram in `pkt` (from the IP header; `pkt_len` the whole
+/// packet's length, of which `pkt` may hold only the first bytes) if it
+/// is an unfragmented UDP datagram to `port` over IPv4 or IPv6 without
+/// extension headers; `None` otherwise (not ours). The payload is bounded
+/// by the UDP length; [`Incoming::udp_ok`] says whether the datagram is
+/// whole and consistent.
+pub fn incoming(pkt: &[u8], pkt_len: usize, port: u16) -> Option<Incoming<'_>> {
+    let (version, ttl, src, dst, l4, ip_len) = match pkt.first()? >> 4 {
         4 => {
             let ihl = usize::from(pkt.first()? & 0xf) * 4;
             let frag = be16(pkt, 6)? & 0x3fff;
             if ihl < IPV4_LEN || *pkt.get(9)? != IPPROTO_UDP || frag != 0 {
                 return None;
             }
-            let a: [u8; 4] = pkt.get(12..16)?.try_into().ok()?;
-            (*pkt.get(8)?, IpAddr::V4(Ipv4Addr::from(a)), ihl)
+            let s: [u8; 4] = pkt.get(12..16)?.try_into().ok()?;
+            let d: [u8; 4] = pkt.get(16..20)?.try_into().ok()?;
+            // A switch's signal has no options; one with options is
+            // refused (udp_ok), not parsed past them.
+            let len = if ihl == IPV4_LEN { usize::from(be16(pkt, 2)?) } else { 0 };
+            (4, *pkt.get(8)?, IpAddr::V4(s.into()), IpAddr::V4(d.into()), ihl, len)
         }
         6 => {
             if *pkt.get(6)? != IPPROTO_UDP {
                 return None;
             }
-            (*pkt.get(7)?, IpAddr::V6(Ipv6Addr::from(addr16(pkt, 8)?)), IPV6_LEN)
+            let len = usize::from(be16(pkt, 4)?) + IPV6_LEN;
+            let s = IpAddr::V6(Ipv6Addr::from(addr16(pkt, 8)?));
+            (6, *pkt.get(7)?, s, IpAddr::V6(Ipv6Addr::from(addr16(pkt, 24)?)), IPV6_LEN, len)
         }
         _ => return None,
     };
@@ -284,17 +369,131 @@ pub fn incoming(pkt: &[u8], port: u16) -> Option<Incoming<'_>> {
     let ulen = usize::from(be16(pkt, l4 + 4)?);
     let end = l4.checked_add(ulen)?.min(pkt.len());
     let payload = pkt.get(l4 + UDP_LEN..end.max(l4 + UDP_LEN))?;
-    Some(Incoming { ttl, src, payload })
+    // Whole: the IP length is the packet's, the UDP length the rest of
+    // it, and all of it is in `pkt` (the checksum covers every byte).
+    let whole = ip_len == pkt_len && pkt.len() == pkt_len && l4.checked_add(ulen) == Some(pkt_len);
+    let udp_ok = whole && pkt.get(l4..).is_some_and(|udp| udp_checksum_ok(src, dst, udp));
+    Some(Incoming { version, ttl, src, dst, payload, udp_ok })
+}
+
+/// Whether `a` may be a switch's own address: a unicast address of its
+/// family, not IPv4-mapped or IPv4-compatible (an IPv6 packet from
+/// `::ffff:10.9.0.2` is no IPv4 switch), unspecified, multicast, loopback
+/// or (IPv4) broadcast.
+pub fn unicast_source(a: IpAddr) -> bool {
+    match a {
+        IpAddr::V4(v4) => !(v4.is_unspecified() || v4.is_multicast() || v4.is_loopback() || v4.is_broadcast()),
+        IpAddr::V6(v6) => {
+            let compat = v6.segments()[..6].iter().all(|&x| x == 0);
+            !(v6.is_unspecified() || v6.is_multicast() || v6.is_loopback() || v6.to_ipv4_mapped().is_some() || compat)
+        }
+    }
+}
+
+/// Longest device name (`IFNAMSIZ` - 1).
+pub const IFNAME_MAX: usize = 15;
+/// Devices an interface list holds at most.
+pub const IFACES_MAX: usize = 8;
+
+/// What the kernel knows of a signal's arrival that its bytes do not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Arrival {
+    /// The device it came in on is the loopback device: this host sent it.
+    pub loopback: bool,
+    /// It came out of a tunnel: decapsulated (IPIP, GRE, VXLAN, ...) or
+    /// the inner packet of an IPsec tunnel.
+    pub tunneled: bool,
+    /// The name of the device it came in on (NUL-padded).
+    pub ifname: [u8; IFNAME_MAX + 1],
+}
+
+/// The devices a host accepts signals on (`sfc_ifaces`): the
+/// fabric-facing ports. Empty (the default) accepts none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IfaceList {
+    n: usize,
+    names: [[u8; IFNAME_MAX + 1]; IFACES_MAX],
+}
+
+/// Why an interface list was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfaceError {
+    /// More than [`IFACES_MAX`] names.
+    TooMany,
+    /// Not a device name the kernel would accept (`dev_valid_name`).
+    BadName,
+}
+
+impl IfaceList {
+    /// The empty list (accepts nothing).
+    pub const EMPTY: IfaceList = IfaceList { n: 0, names: [[0; IFNAME_MAX + 1]; IFACES_MAX] };
+
+    /// Parses device names separated by commas (spaces and a trailing
+    /// newline allowed), e.g. `eth0,eth1`. An empty string is the empty
+    /// list.
+    pub fn parse(s: &str) -> Result<Self, IfaceError> {
+        let mut l = IfaceList::default();
+        for name in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            let b = name.as_bytes();
+            let valid = b.len() <= IFNAME_MAX
+                && name != "."
+                && name != ".."
+                && b.iter().all(|&c| c.is_ascii_graphic() && c != b'/' && c != b':');
+            if !valid {
+                return Err(IfaceError::BadName);
+            }
+            let slot = l.names.get_mut(l.n).ok_or(IfaceError::TooMany)?;
+            if let Some(d) = slot.get_mut(..b.len()) {
+                d.copy_from_slice(b);
+            }
+            l.n = l.n.saturating_add(1);
+        }
+        Ok(l)
+    }
+
+    /// Whether the list is empty (accepts nothing).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The names, as bytes.
+    pub fn names(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.names.get(..self.n).unwrap_or(&[]).iter().map(|n| {
+            let len = n.iter().position(|&c| c == 0).unwrap_or(n.len());
+            n.get(..len).unwrap_or(&[])
+        })
+    }
+
+    /// Whether `ifname` (NUL-padded, as [`Arrival::ifname`]) is listed.
+    pub fn contains(&self, ifname: &[u8; IFNAME_MAX + 1]) -> bool {
+        let len = ifname.iter().position(|&c| c == 0).unwrap_or(ifname.len());
+        let name = ifname.get(..len).unwrap_or(&[]);
+        !name.is_empty() && self.names().any(|n| n == name)
+    }
 }
 
 /// Prefixes an access list holds at most.
 pub const ACL_MAX: usize = 16;
 
 /// One prefix, IPv4 as IPv4-mapped IPv6 (`::ffff:a.b.c.d`, length + 96).
+/// An IPv6 prefix never has an IPv4-mapped address ([`Acl::push`]), so
+/// the two families never overlap: an IPv4 prefix matches IPv4 sources
+/// only, an IPv6 prefix (`::/0` too) IPv6 sources only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Prefix {
     addr: u128,
     len: u8,
+}
+
+impl Prefix {
+    fn is_v4(&self) -> bool {
+        is_mapped(self.addr) && self.len >= 96
+    }
+}
+
+/// Whether `a` lies in `::ffff:0:0/96`.
+fn is_mapped(a: u128) -> bool {
+    a >> 32 == 0xffff
 }
 
 fn mapped(a: IpAddr) -> u128 {
@@ -328,6 +527,9 @@ pub enum AclError {
 }
 
 impl Acl {
+    /// The empty list (accepts nothing).
+    pub const EMPTY: Acl = Acl { n: 0, p: [Prefix { addr: 0, len: 0 }; ACL_MAX] };
+
     /// Parses `ADDR/LEN` prefixes separated by commas (spaces and a
     /// trailing newline allowed), e.g. `10.0.0.0/8,fd00::/8`; a bare
     /// address is a host prefix (`/32`, `/128`). An empty string is the
@@ -340,6 +542,12 @@ impl Acl {
                 None => (item, None),
             };
             let addr: IpAddr = a.parse().map_err(|_| AclError::Syntax)?;
+            if let IpAddr::V6(v6) = addr {
+                if v6.to_ipv4_mapped().is_some() {
+                    // An IPv4 prefix is written as IPv4.
+                    return Err(AclError::Syntax);
+                }
+            }
             let max = if addr.is_ipv4() { 32 } else { 128 };
             let len: u8 = match l {
                 Some(l) if !l.is_empty() && l.bytes().all(|c| c.is_ascii_digit()) => {
@@ -382,15 +590,24 @@ impl Acl {
         if addr & !mask(len) != 0 {
             return Err(AclError::HostBits);
         }
+        if is_mapped(addr) && len < 96 {
+            // An IPv6 prefix with an IPv4-mapped address: ambiguous.
+            return Err(AclError::Syntax);
+        }
         *self.p.get_mut(self.n).ok_or(AclError::TooMany)? = Prefix { addr, len };
         self.n = self.n.saturating_add(1);
         Ok(())
     }
 
-    /// Whether `a` is in one of the prefixes.
+    /// Whether `a` is in one of the prefixes of its own family (an
+    /// IPv4-mapped IPv6 address is in none).
     pub fn contains(&self, a: IpAddr) -> bool {
-        let v = mapped(a);
-        self.p.get(..self.n).unwrap_or(&[]).iter().any(|p| v & mask(p.len) == p.addr)
+        let (v, v4) = match a {
+            IpAddr::V4(_) => (mapped(a), true),
+            IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => return false,
+            IpAddr::V6(v6) => (u128::from(v6), false),
+        };
+        self.p.get(..self.n).unwrap_or(&[]).iter().any(|p| p.is_v4() == v4 && v & mask(p.len) == p.addr)
     }
 }
 
@@ -432,6 +649,68 @@ impl TokenBucket {
     }
 }
 
+/// Token buckets per signal source: a source's keyed hash (the glue's
+/// SipHash under a secret drawn at load, so no sender can choose its
+/// collisions) picks one of [`SOURCE_BUCKETS`], so one switch, or one
+/// forger that passed every other check, drains its own bucket and not
+/// the others'. Sources that collide share a bucket. All-zero is the
+/// initial state (each bucket fills on first use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceBuckets {
+    b: [TokenBucket; SOURCE_BUCKETS],
+}
+
+/// Buckets per netns ([`SourceBuckets`]).
+pub const SOURCE_BUCKETS: usize = 64;
+
+impl Default for SourceBuckets {
+    fn default() -> Self {
+        Self { b: [TokenBucket::default(); SOURCE_BUCKETS] }
+    }
+}
+
+impl SourceBuckets {
+    /// Takes one token of the bucket of the source whose hash is `key`
+    /// ([`TokenBucket::admit`]).
+    pub fn admit(&mut self, key: u64, now_ns: u64, rate: u32, burst: u32) -> bool {
+        let i = (key % SOURCE_BUCKETS as u64) as usize;
+        self.b.get_mut(i).is_some_and(|b| b.admit(now_ns, rate, burst))
+    }
+}
+
+/// Signals a flow remembers to refuse replays ([`ReplayFilter`]).
+pub const REPLAY_SLOTS: usize = 8;
+
+/// The last [`REPLAY_SLOTS`] signals a TCP flow took, by (switch, port,
+/// sequence number): a switch signals a data packet once, so the same
+/// three again are a replay ([`Reject::Duplicate`]). UDP signals carry no
+/// sequence number and are not filtered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReplayFilter {
+    seen: [(u32, u16, u32); REPLAY_SLOTS],
+    n: u8,
+    next: u8,
+}
+
+impl ReplayFilter {
+    /// Records `s`; false if the flow took it already.
+    pub fn first_time(&mut self, s: &Signal) -> bool {
+        if s.l4proto != IPPROTO_TCP {
+            return true;
+        }
+        let id = (s.switch_id, s.port_id, s.seq);
+        if self.seen.get(..usize::from(self.n)).unwrap_or(&[]).contains(&id) {
+            return false;
+        }
+        if let Some(slot) = self.seen.get_mut(usize::from(self.next)) {
+            *slot = id;
+        }
+        self.next = (self.next + 1) % REPLAY_SLOTS as u8;
+        self.n = self.n.saturating_add(1).min(REPLAY_SLOTS as u8);
+        true
+    }
+}
+
 /// Whether `seq` lies in `[snd_una, snd_nxt)`, modulo 2^32 (TCP's
 /// `between(seq, snd_una, snd_nxt - 1)`): a segment the flow sent and that
 /// is not yet acknowledged.
@@ -449,7 +728,9 @@ pub struct Rules {
     pub enabled: bool,
     /// Sources accepted.
     pub acl: Acl,
-    /// Signals per second a netns accepts, and the burst.
+    /// Devices signals are accepted on (`sfc_ifaces`).
+    pub ifaces: IfaceList,
+    /// Signals per second one source may send, and the burst.
     pub rate: u32,
     #[allow(missing_docs)]
     pub burst: u32,
@@ -461,34 +742,77 @@ pub struct Rules {
     pub scope_all: bool,
 }
 
+/// The IP version of a signal's family.
+fn version_of(s: &Signal) -> u8 {
+    if s.saddr.is_ipv4() {
+        4
+    } else {
+        6
+    }
+}
+
 impl Rules {
-    /// Step 2: SFC enabled, `ttl` is [`TTL`], `src` in the access list and
-    /// the netns's `bucket` has a token (taken only when the rest holds,
-    /// so refused sources never drain it).
-    pub fn check_source(&self, ttl: u8, src: IpAddr, bucket: &mut TokenBucket, now_ns: u64) -> Result<(), Reject> {
-        self.check_sender(ttl, src)?;
-        if bucket.admit(now_ns, self.rate, self.burst) {
-            Ok(())
-        } else {
-            Err(Reject::RateLimited)
+    /// Step 2, everything a signal must pass before the glue looks for its
+    /// flow, in order: SFC enabled, where it came from
+    /// ([`Rules::check_sender`]; first, so that a host's own datagram, whose
+    /// checksum loopback may leave unfinished, counts as what it is), the
+    /// datagram's UDP length and checksum, a source
+    /// that is not one of the host's own addresses (`is_local`, asked
+    /// only of a signal that passed the rest: the kernel's look-up costs
+    /// more), a token of the source's bucket (`take_token`, so refused
+    /// senders never spend one), the whole header, of the outer IP
+    /// version's family.
+    pub fn admit(
+        &self,
+        i: &Incoming<'_>,
+        arrival: &Arrival,
+        is_local: impl FnOnce(IpAddr) -> bool,
+        take_token: impl FnOnce(IpAddr) -> bool,
+    ) -> Result<Signal, Reject> {
+        if !self.enabled {
+            return Err(Reject::Disabled);
         }
+        self.check_sender(i, arrival)?;
+        if !i.udp_ok {
+            return Err(Reject::BadUdp);
+        }
+        if is_local(i.src) {
+            return Err(Reject::LocalSource);
+        }
+        if !take_token(i.src) {
+            return Err(Reject::RateLimited);
+        }
+        let s = parse(i.payload)?;
+        if version_of(&s) != i.version {
+            return Err(Reject::BadHeader);
+        }
+        Ok(s)
     }
 
-    /// Step 2 without the bucket (for a caller that must lock the bucket):
-    /// SFC enabled, `ttl` is [`TTL`] and `src` in the access list.
-    pub fn check_sender(&self, ttl: u8, src: IpAddr) -> Result<(), Reject> {
-        if !self.enabled {
-            Err(Reject::Disabled)
-        } else if ttl != TTL {
+    /// Where a signal came from: a unicast source of its IP version, not
+    /// the loopback device (this host), not out of a tunnel (the remote
+    /// end chose the TTL), a device in `sfc_ifaces` (the fabric), TTL /
+    /// hop limit [`TTL`] (the adjacent switch), the source in the access
+    /// list of its own family.
+    pub fn check_sender(&self, i: &Incoming<'_>, a: &Arrival) -> Result<(), Reject> {
+        if !unicast_source(i.src) || (i.src.is_ipv4() != (i.version == 4)) {
+            Err(Reject::BadSource)
+        } else if a.loopback {
+            Err(Reject::Loopback)
+        } else if a.tunneled {
+            Err(Reject::Tunnel)
+        } else if !self.ifaces.contains(&a.ifname) {
+            Err(Reject::Iface)
+        } else if i.ttl != TTL {
             Err(Reject::Ttl)
-        } else if !self.acl.contains(src) {
+        } else if !self.acl.contains(i.src) {
             Err(Reject::Acl)
         } else {
             Ok(())
         }
     }
 
-    /// Step 5, for the flow the signal names: a TCP signal's `seq` must lie
+    /// Step 4, for the flow the signal names: a TCP signal's `seq` must lie
     /// in `[snd_una, snd_nxt)` (a UDP flow has no window: `tcp_window`
     /// `None`). Returns the pause to apply, ns, clamped to `max_pause_us`.
     pub fn check_flow(&self, s: &Signal, tcp_window: Option<(u32, u32)>) -> Result<u64, Reject> {
@@ -500,7 +824,7 @@ impl Rules {
         Ok(u64::from(s.pause_ns).min(u64::from(self.max_pause_us.min(MAX_PAUSE_US)) * 1000))
     }
 
-    /// Step 5 for a flow hpcc does not control (`tcp_window` the TCP
+    /// Step 4 for a flow hpcc does not control (`tcp_window` the TCP
     /// socket's, `None` for UDP): refused unless [`Rules::scope_all`], else
     /// as [`Rules::check_flow`].
     pub fn check_other_flow(&self, s: &Signal, tcp_window: Option<(u32, u32)>) -> Result<u64, Reject> {
@@ -565,7 +889,28 @@ pub struct WindowCut {
     uncounted_rate_bps: u64,
     /// Until when a count that arrives still applies to it, ns (0: none).
     uncounted_until_ns: u64,
+    /// The largest window since the flow's telemetry last showed the port
+    /// at or above eta (0: none yet): signals alone never cut below
+    /// `anchor_w / MAX_UNCONFIRMED_CUT`.
+    anchor_w: u32,
+    /// A response showed the port at or above eta since the anchor was set.
+    confirmed: bool,
+    /// Rounds begun since the anchor was set.
+    rounds: u8,
 }
+
+/// Signals alone (without a response since that showed the port at or
+/// above eta) cut a window to no less than this fraction of the largest
+/// window since: a switch in the access list that signals a flow whose
+/// telemetry sees no congestion can slow it down by this much, not stop
+/// it.
+pub const MAX_UNCONFIRMED_CUT: u32 = 8;
+/// Rounds of cuts signals alone may begin ([`MAX_UNCONFIRMED_CUT`]).
+pub const MAX_UNCONFIRMED_ROUNDS: u8 = 3;
+/// The largest queue a signal may claim, in B·T of its port: deeper
+/// claims are capped (a switch's buffer is a few BDPs; 16 covers a 2 MB
+/// buffer at 100 Gbit/s and 10 us).
+pub const MAX_QUEUE_BDPS: u64 = 16;
 
 impl WindowCut {
     /// The window after a signal at `now_ns` reporting `qlen` bytes at a
@@ -595,13 +940,24 @@ impl WindowCut {
         // or one past the round's T that the flow's telemetry has since
         // confirmed.
         let quiet = gap_ns == 0 || gap_ns >= self.quiet_ns;
+        // What the flow's own telemetry allows signals alone to do: the
+        // anchor is the largest window since a response last showed the
+        // port at or above eta.
+        if self.confirmed || self.anchor_w == 0 {
+            self.anchor_w = w;
+            self.confirmed = false;
+            self.rounds = 0;
+        } else {
+            self.anchor_w = self.anchor_w.max(w);
+        }
         let new_round = self.ref_w == 0
-            || (now_ns >= self.hold_until_ns && quiet)
-            || (now_ns >= self.until_ns && self.renew);
+            || (self.rounds < MAX_UNCONFIRMED_ROUNDS
+                && ((now_ns >= self.hold_until_ns && quiet) || (now_ns >= self.until_ns && self.renew)));
         let reference = if new_round {
             self.ref_w = w;
             self.until_ns = now_ns.saturating_add(base_rtt_ns);
             self.renew = false;
+            self.rounds = self.rounds.saturating_add(1);
             w
         } else {
             self.ref_w
@@ -609,18 +965,22 @@ impl WindowCut {
         // u128 products, 64-bit-only divisions: W_ref·B·T/(B·T + q) is
         // exact to the byte (floor).
         let bdp = bdp_bytes(rate_bps, base_rtt_ns);
-        let carried = div_wide(mul_wide(u64::from(reference), bdp), bdp.saturating_add(u64::from(qlen)).max(1))
-            .unwrap_or(0);
+        let q = if bdp == 0 { u64::from(qlen) } else { u64::from(qlen).min(bdp.saturating_mul(MAX_QUEUE_BDPS)) };
+        let carried = div_wide(mul_wide(u64::from(reference), bdp), bdp.saturating_add(q).max(1)).unwrap_or(0);
         // carried ≤ reference < 2^32 and eta ≤ 10^6 < 2^20: no overflow.
         let eta = u64::from(eta_ppm.min(ETA_SCALE));
         let mut cut = carried.saturating_mul(eta) / u64::from(ETA_SCALE);
+        cut = cut.max(u64::from(self.anchor_w / MAX_UNCONFIRMED_CUT));
+        // The share comes from the receiver's count, which the flow's
+        // telemetry carries: not bounded by the anchor.
         if let Some(share) = share_bytes(rate_bps, base_rtt_ns, eta_ppm, flows) {
             cut = cut.min(share);
         }
         let cut = u32::try_from(cut).unwrap_or(u32::MAX).max(min_w).min(w);
         // A queue no pause could drain (at most MAX_PAUSE_US) is no
         // reason to hold longer.
-        let drain = drain_ns(qlen, rate_bps).min(u64::from(MAX_PAUSE_US) * 1000);
+        let q = u32::try_from(q).unwrap_or(u32::MAX);
+        let drain = drain_ns(q, rate_bps).min(u64::from(MAX_PAUSE_US) * 1000);
         self.quiet_ns = drain.saturating_add(base_rtt_ns);
         let drained = now_ns.saturating_add(self.quiet_ns);
         self.hold_w = cut;
@@ -635,6 +995,7 @@ impl WindowCut {
     /// left the flow at the minimum window.
     pub fn on_sample(&mut self, congested: bool) {
         self.renew |= congested;
+        self.confirmed |= congested;
     }
 
     /// The window the flow keeps after the cut is `w` (lower than the cut
@@ -761,57 +1122,195 @@ pub fn egress_key(pkt: &[u8]) -> Option<FlowKey> {
     Some(FlowKey { proto, saddr, daddr, sport: be16(pkt, l4)?, dport: be16(pkt, l4 + 2)? })
 }
 
+impl FlowKey {
+    /// The key as bytes, for a keyed hash ([`PauseTable`]).
+    pub fn bytes(&self) -> [u8; 37] {
+        let mut b = [0u8; 37];
+        b[0] = self.proto;
+        b[1..17].copy_from_slice(&self.saddr);
+        b[17..33].copy_from_slice(&self.daddr);
+        b[33..35].copy_from_slice(&self.sport.to_be_bytes());
+        b[35..37].copy_from_slice(&self.dport.to_be_bytes());
+        b
+    }
+
+    fn words(&self) -> [u64; KEY_WORDS] {
+        let w = |a: &[u8; 16], hi: bool| {
+            let x = u128::from_be_bytes(*a);
+            if hi {
+                (x >> 64) as u64
+            } else {
+                x as u64
+            }
+        };
+        let ports = (u64::from(self.proto) << 32) | (u64::from(self.sport) << 16) | u64::from(self.dport);
+        // Bit 63 marks a used slot: an all-zero key never matches one.
+        [ports | 1 << 63, w(&self.saddr, true), w(&self.saddr, false), w(&self.daddr, true), w(&self.daddr, false)]
+    }
+}
+
 /// Flows a netns holds paused at egress at once ([`PauseTable`]).
 pub const PAUSE_SLOTS: usize = 64;
+/// Slots a flow's key may occupy, from its hash on.
+pub const PAUSE_PROBE: usize = 8;
+/// Live pauses one source may hold in a netns's table.
+pub const PAUSES_PER_SOURCE: usize = PAUSE_SLOTS / 4;
+const KEY_WORDS: usize = 5;
 
-/// Pauses of flows the module does not control (`sfc_scope` all: other
+/// One slot of a [`PauseTable`]: a sequence count (odd while a writer
+/// changes the slot), the key, the deadline, and what only writers read.
+#[derive(Debug, Default)]
+struct PauseSlot {
+    seq: AtomicU32,
+    key: [AtomicU64; KEY_WORDS],
+    until: AtomicU64,
+    /// The hash of the source that set the pause (the per-source quota).
+    source: AtomicU64,
+    /// The last TCP signal taken: switch << 16 | port, and its sequence
+    /// number + 1 (0: none) ([`Reject::Duplicate`]).
+    last_switch_port: AtomicU64,
+    last_seq: AtomicU64,
+}
+
+/// Pauses of flows the module does not control (`sfc_scope` 1: other
 /// congestion controls, UDP), held at egress: the hook stamps a departure
 /// time no earlier than the deadline on each of their packets, and sch_fq
-/// holds them until then. A fixed table of [`PAUSE_SLOTS`] flows; an
-/// entry lives until its deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// holds them until then. [`PAUSE_SLOTS`] slots; a flow's key lives in one
+/// of [`PAUSE_PROBE`] slots from its keyed hash (which no sender can
+/// choose), until its deadline.
+///
+/// # Concurrency
+///
+/// Readers ([`PauseTable::until`], the egress hook, any context) take no
+/// lock and never wait: each slot has a sequence count, odd while a writer
+/// changes it, and a reader that sees a slot change under it tries once
+/// more and then treats the slot as not paused (the packet leaves
+/// unheld). Writers ([`PauseTable::insert`]) must be serialised by the
+/// caller, with bottom halves off (a reader in softirq on the writer's
+/// CPU then never interrupts a write in progress). All fields are
+/// atomics, so a broken caller can confuse the table but never cause
+/// undefined behaviour.
+#[derive(Debug)]
 pub struct PauseTable {
-    e: [(FlowKey, u64); PAUSE_SLOTS],
-    latest: u64,
+    e: [PauseSlot; PAUSE_SLOTS],
+    latest: AtomicU64,
 }
 
 impl Default for PauseTable {
     fn default() -> Self {
-        Self { e: [(FlowKey::default(), 0); PAUSE_SLOTS], latest: 0 }
+        Self { e: core::array::from_fn(|_| PauseSlot::default()), latest: AtomicU64::new(0) }
     }
 }
 
 impl PauseTable {
-    /// Holds flow `k` until `until` (ns; a later deadline of the same flow
-    /// extends it). False if every slot holds another flow still paused
-    /// at `now`: the signal is refused, no pause is shortened.
-    pub fn insert(&mut self, k: FlowKey, until: u64, now: u64) -> bool {
-        let slot = match self.e.iter().position(|(f, u)| *u > now && *f == k) {
-            Some(i) => Some(i),
-            None => self.e.iter().position(|(_, u)| *u <= now),
-        };
-        let Some((f, u)) = slot.and_then(|i| self.e.get_mut(i)) else { return false };
-        if *f != k || *u <= now {
-            *f = k;
-            *u = 0;
-        }
-        *u = (*u).max(until);
-        self.latest = self.latest.max(until);
-        true
+    fn slots(&self, hash: u64) -> impl Iterator<Item = &PauseSlot> {
+        let start = (hash % PAUSE_SLOTS as u64) as usize;
+        (0..PAUSE_PROBE).filter_map(move |j| self.e.get((start + j) % PAUSE_SLOTS))
     }
 
-    /// The deadline of `k` if it is paused at `now`.
-    pub fn until(&self, k: &FlowKey, now: u64) -> Option<u64> {
-        if self.latest <= now {
+    /// Holds flow `k` (keyed hash `hash`) until `until` (ns; a later
+    /// deadline of the same flow extends it), for the signal `s` from the
+    /// source whose hash is `source`. Refused: a TCP signal the flow took
+    /// already ([`Reject::Duplicate`]), a source that holds
+    /// [`PAUSES_PER_SOURCE`] live pauses already ([`Reject::SourceQuota`]),
+    /// no free slot among the key's ([`Reject::TableFull`]); no pause is
+    /// ever shortened. Writers must be serialised (see the type).
+    pub fn insert(&self, k: &FlowKey, hash: u64, until: u64, now: u64, source: u64, s: &Signal) -> Result<(), Reject> {
+        let words = k.words();
+        let live_same = self.slots(hash).find(|e| e.until.load(Relaxed) > now && Self::key_of(e) == words);
+        let slot = match live_same {
+            Some(e) => {
+                let sp = (u64::from(s.switch_id) << 16) | u64::from(s.port_id);
+                let dup = s.l4proto == IPPROTO_TCP
+                    && e.last_switch_port.load(Relaxed) == sp
+                    && e.last_seq.load(Relaxed) == u64::from(s.seq) + 1;
+                if dup {
+                    return Err(Reject::Duplicate);
+                }
+                e
+            }
+            None => {
+                let held = self.e.iter().filter(|e| e.until.load(Relaxed) > now && e.source.load(Relaxed) == source).count();
+                if held >= PAUSES_PER_SOURCE {
+                    return Err(Reject::SourceQuota);
+                }
+                self.slots(hash).find(|e| e.until.load(Relaxed) <= now).ok_or(Reject::TableFull)?
+            }
+        };
+        let fresh = live_same.is_none();
+        let seq = slot.seq.load(Relaxed);
+        slot.seq.store(seq.wrapping_add(1), Relaxed);
+        fence(Release);
+        if fresh {
+            for (d, w) in slot.key.iter().zip(words) {
+                d.store(w, Relaxed);
+            }
+            slot.until.store(until, Relaxed);
+            slot.source.store(source, Relaxed);
+        } else {
+            slot.until.fetch_max(until, Relaxed);
+        }
+        if s.l4proto == IPPROTO_TCP {
+            slot.last_switch_port.store((u64::from(s.switch_id) << 16) | u64::from(s.port_id), Relaxed);
+            slot.last_seq.store(u64::from(s.seq) + 1, Relaxed);
+        } else {
+            slot.last_seq.store(0, Relaxed);
+        }
+        slot.seq.store(seq.wrapping_add(2), Release);
+        self.latest.fetch_max(until, Release);
+        Ok(())
+    }
+
+    fn key_of(e: &PauseSlot) -> [u64; KEY_WORDS] {
+        core::array::from_fn(|i| e.key.get(i).map_or(0, |w| w.load(Relaxed)))
+    }
+
+    /// The deadline of `k` (keyed hash `hash`) if it is paused at `now`.
+    /// Lock-free and bounded: see the type.
+    pub fn until(&self, k: &FlowKey, hash: u64, now: u64) -> Option<u64> {
+        let latest = self.latest.load(Acquire);
+        if latest <= now {
+            // All over: back to the fast path, unless a new pause came in
+            // meanwhile (it stored a later deadline).
+            if latest != 0 {
+                let _ = self.latest.compare_exchange(latest, 0, Relaxed, Relaxed);
+            }
             return None;
         }
-        self.e.iter().find(|(f, u)| *u > now && f == k).map(|(_, u)| *u)
+        let words = k.words();
+        for e in self.slots(hash) {
+            for _ in 0..2 {
+                let s1 = e.seq.load(Acquire);
+                if s1 & 1 == 1 {
+                    core::hint::spin_loop();
+                    continue;
+                }
+                let key = Self::key_of(e);
+                let until = e.until.load(Relaxed);
+                fence(Acquire);
+                if e.seq.load(Relaxed) != s1 {
+                    continue;
+                }
+                if key == words && until > now {
+                    return Some(until);
+                }
+                break;
+            }
+        }
+        None
     }
 
     /// The latest deadline held: nothing is paused at or after it (the
-    /// hook's check before it reads the table).
+    /// hook's check before it reads the table; 0: never anything).
     pub fn latest(&self) -> u64 {
-        self.latest
+        self.latest.load(Acquire)
+    }
+
+    /// Whether anything may be paused: one atomic load (the egress hook's
+    /// fast path, before it reads the clock or the packet); false again
+    /// once [`PauseTable::until`] has seen the last pause end.
+    pub fn marked(&self) -> bool {
+        self.latest.load(Acquire) != 0
     }
 }
 
@@ -920,52 +1419,175 @@ mod tests {
         assert_eq!(parse(&udp), Err(Reject::BadHeader), "UDP with a sequence number");
     }
 
-    fn ip4_udp(dport: u16, payload: &[u8]) -> [u8; 200] {
+    /// A whole IPv4 datagram (valid UDP checksum) to `dport`, in a
+    /// 200-byte buffer, and its length.
+    fn ip4_udp(dport: u16, payload: &[u8]) -> ([u8; 200], usize) {
         let mut p = [0u8; 200];
+        let n = 28 + payload.len();
         p[0] = 0x45;
+        p[2..4].copy_from_slice(&(n as u16).to_be_bytes());
         p[8] = 255;
         p[9] = IPPROTO_UDP;
         p[12..16].copy_from_slice(&[10, 255, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 1, 1, 1]);
+        p[20..22].copy_from_slice(&dport.to_be_bytes());
         p[22..24].copy_from_slice(&dport.to_be_bytes());
         p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        p[28..28 + payload.len()].copy_from_slice(payload);
-        p
+        p[28..n].copy_from_slice(payload);
+        set_udp_csum(&mut p[..n], 20);
+        (p, n)
+    }
+
+    /// Writes the valid UDP checksum of the datagram in `p` (IP header
+    /// first, UDP at `l4`).
+    fn set_udp_csum(p: &mut [u8], l4: usize) {
+        p[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
+        let (src, dst): (IpAddr, IpAddr) = if p[0] >> 4 == 4 {
+            let s: [u8; 4] = p[12..16].try_into().unwrap();
+            let d: [u8; 4] = p[16..20].try_into().unwrap();
+            (s.into(), d.into())
+        } else {
+            let s: [u8; 16] = p[8..24].try_into().unwrap();
+            let d: [u8; 16] = p[24..40].try_into().unwrap();
+            (s.into(), d.into())
+        };
+        let mut acc = match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => ones_sum(&d.octets(), ones_sum(&s.octets(), 0)),
+            (IpAddr::V6(s), IpAddr::V6(d)) => ones_sum(&d.octets(), ones_sum(&s.octets(), 0)),
+            _ => unreachable!(),
+        };
+        acc += 17 + (p.len() - l4) as u64;
+        acc = ones_sum(&p[l4..], acc);
+        while acc > 0xffff {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        let c = match !(acc as u16) {
+            0 => 0xffff,
+            c => c,
+        };
+        p[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
     }
 
     #[test]
     fn incoming_finds_udp_to_the_port_only() {
         let mut sig = [0u8; LEN];
         encode(&sig4(), &mut sig).unwrap();
-        let p = ip4_udp(PORT_DEFAULT, &sig);
+        let (p, n) = ip4_udp(PORT_DEFAULT, &sig);
         assert!(is_candidate(&p[..CANDIDATE_LEN]));
-        let i = incoming(&p, PORT_DEFAULT).unwrap();
-        assert_eq!((i.ttl, i.src, i.payload.len()), (255, "10.255.0.1".parse().unwrap(), LEN));
+        let i = incoming(&p[..n], n, PORT_DEFAULT).unwrap();
+        assert_eq!((i.version, i.ttl, i.src, i.payload.len()), (4, 255, "10.255.0.1".parse().unwrap(), LEN));
+        assert!(i.udp_ok);
         assert_eq!(parse(i.payload), Ok(sig4()));
-        assert_eq!(incoming(&p, 1), None, "another port");
+        assert_eq!(incoming(&p[..n], n, 1), None, "another port");
         let mut tcp = p;
         tcp[9] = IPPROTO_TCP;
-        assert!(!is_candidate(&tcp) && incoming(&tcp, PORT_DEFAULT).is_none());
+        assert!(!is_candidate(&tcp) && incoming(&tcp[..n], n, PORT_DEFAULT).is_none());
         let mut frag = p;
         frag[7] = 1;
-        assert_eq!(incoming(&frag, PORT_DEFAULT), None, "a fragment");
-        // Truncated anywhere: no panic; a short payload parses as truncated.
-        for n in 0..p.len() {
-            if let Some(i) = incoming(&p[..n], PORT_DEFAULT) {
-                assert!(i.payload.len() < LEN || n >= 28 + LEN);
+        assert_eq!(incoming(&frag[..n], n, PORT_DEFAULT), None, "a fragment");
+        // Truncated anywhere: no panic, never whole.
+        for k in 0..n {
+            if let Some(i) = incoming(&p[..k], n, PORT_DEFAULT) {
+                assert!(!i.udp_ok, "{k} of {n} bytes");
             }
         }
         // IPv6.
         let mut q = [0u8; 48 + LEN];
         q[0] = 0x60;
+        q[4..6].copy_from_slice(&((8 + LEN) as u16).to_be_bytes());
         q[6] = IPPROTO_UDP;
         q[7] = 254;
         q[8] = 0xfd;
+        q[23] = 1;
+        q[24] = 0xfd;
+        q[39] = 2;
         q[42..44].copy_from_slice(&PORT_DEFAULT.to_be_bytes());
         q[44..46].copy_from_slice(&((8 + LEN) as u16).to_be_bytes());
         q[48..].copy_from_slice(&sig);
+        set_udp_csum(&mut q, 40);
         assert!(is_candidate(&q[..CANDIDATE_LEN]));
-        let i = incoming(&q, PORT_DEFAULT).unwrap();
-        assert_eq!((i.ttl, i.src, i.payload), (254, "fd00::".parse().unwrap(), &sig[..]));
+        let i = incoming(&q, q.len(), PORT_DEFAULT).unwrap();
+        assert_eq!((i.version, i.ttl, i.src, i.payload), (6, 254, "fd00::1".parse().unwrap(), &sig[..]));
+        assert!(i.udp_ok);
+    }
+
+    #[test]
+    fn udp_length_and_checksum_must_agree_with_the_datagram() {
+        let mut sig = [0u8; LEN];
+        encode(&sig4(), &mut sig).unwrap();
+        let (p, n) = ip4_udp(PORT_DEFAULT, &sig);
+        let ok = |b: &[u8], len: usize| incoming(b, len, PORT_DEFAULT).unwrap().udp_ok;
+        assert!(ok(&p[..n], n));
+        // A UDP length of 4000 on a 96-byte packet.
+        let mut big = p;
+        big[24..26].copy_from_slice(&4000u16.to_be_bytes());
+        assert!(!ok(&big[..n], n), "UDP length beyond the datagram");
+        // The IP length disagrees with the packet's.
+        assert!(!ok(&p[..n], n + 4), "trailing bytes");
+        // The checksum: one bit off, or 0 (none), in either family.
+        let mut bad = p;
+        bad[30] ^= 1;
+        assert!(!ok(&bad[..n], n), "payload changed");
+        let mut none = p;
+        none[26..28].copy_from_slice(&[0, 0]);
+        assert!(!ok(&none[..n], n), "IPv4 checksum 0");
+        // IPv4 options: refused, not parsed past.
+        let mut opt = [0u8; 200];
+        opt[..4].copy_from_slice(&p[..4]);
+        opt[0] = 0x46;
+        opt[4..20].copy_from_slice(&p[4..20]);
+        opt[24..n + 4].copy_from_slice(&p[20..n]);
+        opt[2..4].copy_from_slice(&((n + 4) as u16).to_be_bytes());
+        let i = incoming(&opt[..n + 4], n + 4, PORT_DEFAULT).unwrap();
+        assert!(!i.udp_ok);
+        // A checksum computed to 0 is sent as 0xffff (RFC 768) and valid.
+        assert!(udp_checksum_ok("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap(), &{
+            let mut u = [0u8; 8];
+            u[4..6].copy_from_slice(&8u16.to_be_bytes());
+            // pseudo 10.0.0.1 + 10.0.0.2 + 17 + 8, header 8: sum 0x1420 + 0x0019 + 0x0008
+            let sum: u32 = 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 17 + 8 + 8;
+            u[6..8].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            u
+        }));
+    }
+
+    #[test]
+    fn only_unicast_sources_of_their_own_family() {
+        for (a, ok) in [
+            ("10.9.0.2", true),
+            ("0.0.0.0", false),
+            ("224.0.0.1", false),
+            ("127.0.0.1", false),
+            ("255.255.255.255", false),
+            ("fd00:ff::1", true),
+            ("::", false),
+            ("::1", false),
+            ("ff02::1", false),
+            ("::ffff:10.9.0.2", false), // IPv4-mapped
+            ("::10.9.0.2", false),      // IPv4-compatible
+        ] {
+            assert_eq!(unicast_source(a.parse().unwrap()), ok, "{a}");
+        }
+    }
+
+    #[test]
+    fn interface_list_parses_and_matches_names() {
+        let l = IfaceList::parse(" eth0, bond0.100\n").unwrap();
+        let name = |s: &str| {
+            let mut n = [0u8; IFNAME_MAX + 1];
+            n[..s.len()].copy_from_slice(s.as_bytes());
+            n
+        };
+        assert!(l.contains(&name("eth0")) && l.contains(&name("bond0.100")));
+        assert!(!l.contains(&name("eth1")) && !l.contains(&name("eth")) && !l.contains(&name("")));
+        assert!(IfaceList::parse("").unwrap().is_empty());
+        assert!(!IfaceList::parse("").unwrap().contains(&name("eth0")), "empty accepts none");
+        for bad in ["a/b", "a:b", ".", "..", "sixteen-chars-xx", "a b"] {
+            assert_eq!(IfaceList::parse(bad), Err(IfaceError::BadName), "{bad}");
+        }
+        assert_eq!(IfaceList::parse("a,b,c,d,e,f,g,h,i"), Err(IfaceError::TooMany));
+        let mut names = l.names();
+        assert_eq!((names.next(), names.next(), names.next()), (Some(&b"eth0"[..]), Some(&b"bond0.100"[..]), None));
     }
 
     #[test]
@@ -979,8 +1601,8 @@ mod tests {
             ("192.168.1.8", false),
             ("fd00:1:ffff::1", true),
             ("fd00:2::1", false),
-            ("::ffff:10.1.1.1", true), // IPv4-mapped is the IPv4 address
-            ("::a01:101", false),      // IPv4-compatible is not
+            ("::ffff:10.1.1.1", false), // IPv4-mapped: no IPv4 entry matches it
+            ("::a01:101", false),       // nor IPv4-compatible
         ] {
             assert_eq!(acl.contains(a.parse().unwrap()), want, "{a}");
         }
@@ -988,6 +1610,13 @@ mod tests {
         assert!(!Acl::parse("").unwrap().contains("10.0.0.1".parse().unwrap()));
         let all = Acl::parse("0.0.0.0/0,::/0").unwrap();
         assert!(all.contains("1.2.3.4".parse().unwrap()) && all.contains("2001::1".parse().unwrap()));
+        // Each family matches its own entries only.
+        let v6 = Acl::parse("::/0").unwrap();
+        assert!(!v6.contains("10.9.0.2".parse().unwrap()), "::/0 admits no IPv4 source");
+        assert!(!v6.contains("::ffff:10.9.0.2".parse().unwrap()), "nor an IPv4-mapped one");
+        let v4 = Acl::parse("0.0.0.0/0").unwrap();
+        assert!(!v4.contains("::ffff:10.9.0.2".parse().unwrap()) && !v4.contains("fd00::1".parse().unwrap()));
+        assert_eq!(Acl::parse("::ffff:10.0.0.0/104"), Err(AclError::Syntax), "IPv4 is written as IPv4");
         assert_eq!(Acl::parse("10.1.2.3/8"), Err(AclError::HostBits));
         for bad in ["10.0.0.0/33", "fd00::/129", "10.0.0/8", "10.0.0.0/", "10.0.0.0/+8", "x", "10.0.0.0/8/8"] {
             assert_eq!(Acl::parse(bad), Err(AclError::Syntax), "{bad}");
@@ -1045,7 +1674,8 @@ mod tests {
     fn rules() -> Rules {
         Rules {
             enabled: true,
-            acl: Acl::parse("10.9.0.0/16").unwrap(),
+            acl: Acl::parse("10.9.0.0/16,fd00:ff::/64").unwrap(),
+            ifaces: IfaceList::parse("eth0").unwrap(),
             rate: 1000,
             burst: 2,
             max_pause_us: 1000,
@@ -1053,18 +1683,108 @@ mod tests {
         }
     }
 
+    fn eth0() -> Arrival {
+        let mut a = Arrival::default();
+        a.ifname[..4].copy_from_slice(b"eth0");
+        a
+    }
+
+    fn arrived(src: &str, ttl: u8) -> Incoming<'static> {
+        static SIG: [u8; LEN] = {
+            let mut b = [0u8; LEN];
+            // MAGIC, a wrong version, family 4, TCP, speed 12, len 68
+            b[0] = 0x48;
+            b[1] = 0x53;
+            b[2] = 0x46;
+            b[3] = 0x43;
+            b[OFF_VERSION] = VERSION + 1; // parses as a bad header
+            b[OFF_FAMILY] = 4;
+            b[OFF_L4PROTO] = IPPROTO_TCP;
+            b[OFF_SPEED] = 12;
+            b[OFF_LEN + 1] = LEN as u8;
+            b
+        };
+        let src: IpAddr = src.parse().unwrap();
+        let version = if src.is_ipv4() { 4 } else { 6 };
+        let dst = if src.is_ipv4() { "10.1.1.1".parse().unwrap() } else { "fd00:1::1".parse().unwrap() };
+        Incoming { version, ttl, src, dst, payload: &SIG, udp_ok: true }
+    }
+
     #[test]
-    fn source_checks_in_order_and_refusals_keep_tokens() {
+    fn senders_are_checked_in_order_and_refusals_keep_tokens() {
         let r = rules();
-        let sw: IpAddr = "10.9.0.2".parse().unwrap();
-        let mut b = TokenBucket::new(0, r.burst);
-        assert_eq!(Rules { enabled: false, ..r }.check_source(255, sw, &mut b, 0), Err(Reject::Disabled));
-        assert_eq!(r.check_source(254, sw, &mut b, 0), Err(Reject::Ttl));
-        assert_eq!(r.check_source(255, "10.8.0.2".parse().unwrap(), &mut b, 0), Err(Reject::Acl));
-        assert_eq!(r.check_source(255, sw, &mut b, 0), Ok(()));
-        assert_eq!(r.check_source(255, sw, &mut b, 0), Ok(()));
-        assert_eq!(r.check_source(255, sw, &mut b, 0), Err(Reject::RateLimited));
-        assert_eq!(r.check_source(255, sw, &mut b, 1_000_000), Ok(()), "one token per ms");
+        let sw = "10.9.0.2";
+        let mut b = SourceBuckets::default();
+        let admit = |r: &Rules, i: &Incoming<'_>, a: &Arrival, local: bool, b: &mut SourceBuckets, now: u64| {
+            let now = now + 1_000_000_000; // a zeroed bucket fills on first use
+            r.admit(i, a, |_| local, |src| b.admit(mapped(src) as u64, now, r.rate, r.burst)).map(|_| ())
+        };
+        let off = Rules { enabled: false, ..r };
+        assert_eq!(admit(&off, &arrived(sw, 255), &eth0(), false, &mut b, 0), Err(Reject::Disabled));
+        let bad_udp = Incoming { udp_ok: false, ..arrived(sw, 255) };
+        assert_eq!(admit(&r, &bad_udp, &eth0(), false, &mut b, 0), Err(Reject::BadUdp));
+        assert_eq!(admit(&r, &arrived("::ffff:10.9.0.2", 255), &eth0(), false, &mut b, 0), Err(Reject::BadSource));
+        assert_eq!(admit(&r, &arrived("224.0.0.1", 255), &eth0(), false, &mut b, 0), Err(Reject::BadSource));
+        let lo = Arrival { loopback: true, ..eth0() };
+        assert_eq!(admit(&r, &arrived(sw, 255), &lo, false, &mut b, 0), Err(Reject::Loopback));
+        let tun = Arrival { tunneled: true, ..eth0() };
+        assert_eq!(admit(&r, &arrived(sw, 255), &tun, false, &mut b, 0), Err(Reject::Tunnel));
+        let mut veth = Arrival::default();
+        veth.ifname[..5].copy_from_slice(b"veth1");
+        assert_eq!(admit(&r, &arrived(sw, 255), &veth, false, &mut b, 0), Err(Reject::Iface));
+        assert_eq!(admit(&r, &arrived(sw, 254), &eth0(), false, &mut b, 0), Err(Reject::Ttl));
+        assert_eq!(admit(&r, &arrived("10.8.0.2", 255), &eth0(), false, &mut b, 0), Err(Reject::Acl));
+        assert_eq!(admit(&r, &arrived(sw, 255), &eth0(), true, &mut b, 0), Err(Reject::LocalSource));
+        // Past every check: the bucket (burst 2), then the header.
+        assert_eq!(admit(&r, &arrived(sw, 255), &eth0(), false, &mut b, 0), Err(Reject::BadHeader), "refusals kept the tokens");
+        assert_eq!(admit(&r, &arrived(sw, 255), &eth0(), false, &mut b, 0), Err(Reject::BadHeader));
+        assert_eq!(admit(&r, &arrived(sw, 255), &eth0(), false, &mut b, 0), Err(Reject::RateLimited));
+        assert_eq!(admit(&r, &arrived(sw, 255), &eth0(), false, &mut b, 1_000_000), Err(Reject::BadHeader), "one token per ms");
+        // Another source has its own bucket (unless its hash collides).
+        assert_ne!(mapped("10.9.0.3".parse().unwrap()) % 64, mapped(sw.parse().unwrap()) % 64);
+        assert_eq!(admit(&r, &arrived("10.9.0.3", 255), &eth0(), false, &mut b, 1_000_000), Err(Reject::BadHeader));
+        // IPv6 switches by IPv6 prefix only.
+        assert_eq!(admit(&r, &arrived("fd00:ff::5", 255), &eth0(), false, &mut b, 0), Err(Reject::BadHeader));
+        assert_eq!(admit(&r, &arrived("fd00:fe::2", 255), &eth0(), false, &mut b, 0), Err(Reject::Acl));
+    }
+
+    #[test]
+    fn a_signal_of_the_other_family_than_its_packet_is_refused() {
+        let r = rules();
+        let mut sig = [0u8; LEN];
+        encode(&sig4(), &mut sig).unwrap();
+        let i = Incoming { payload: &sig, ..arrived("10.9.0.2", 255) };
+        assert_eq!(r.admit(&i, &eth0(), |_| false, |_| true), Ok(sig4()));
+        let v6 = Incoming { payload: &sig, ..arrived("fd00:ff::2", 255) };
+        assert_eq!(r.admit(&v6, &eth0(), |_| false, |_| true), Err(Reject::BadHeader), "IPv4 signal in IPv6");
+    }
+
+    #[test]
+    fn one_source_drains_only_its_own_bucket() {
+        let mut b = SourceBuckets::default();
+        let now = 1_000_000_000;
+        let taken = (0..1000).filter(|_| b.admit(7, now, 1000, 100)).count();
+        assert_eq!(taken, 100, "the burst");
+        assert!(b.admit(8, now, 1000, 100), "another source's bucket is full");
+        assert!(!b.admit(7 + SOURCE_BUCKETS as u64, now, 1000, 100), "a colliding hash shares it");
+    }
+
+    #[test]
+    fn a_replayed_signal_is_refused() {
+        let mut f = ReplayFilter::default();
+        let s = sig4();
+        assert!(f.first_time(&s));
+        assert!(!f.first_time(&s), "the same switch, port and sequence number");
+        assert!(f.first_time(&Signal { seq: s.seq + 1448, ..s }));
+        assert!(f.first_time(&Signal { port_id: 4, ..s }));
+        // Older than REPLAY_SLOTS signals: forgotten.
+        for i in 0..REPLAY_SLOTS as u32 {
+            assert!(f.first_time(&Signal { seq: i, ..s }));
+        }
+        assert!(f.first_time(&s));
+        // UDP signals carry no sequence number: never filtered.
+        let udp = Signal { l4proto: IPPROTO_UDP, seq: 0, ..s };
+        assert!(f.first_time(&udp) && f.first_time(&udp));
     }
 
     #[test]
@@ -1230,30 +1950,111 @@ mod tests {
         FlowKey { proto: IPPROTO_UDP, sport: port, ..FlowKey::default() }
     }
 
+    fn udp_sig() -> Signal {
+        Signal { l4proto: IPPROTO_UDP, seq: 0, ..sig4() }
+    }
+
     #[test]
     fn pause_table_holds_extends_expires_and_refuses_when_full() {
-        let mut t = PauseTable::default();
-        assert_eq!(t.until(&key(1), 0), None);
-        assert!(t.insert(key(1), 100, 0));
-        assert_eq!(t.until(&key(1), 50), Some(100));
-        assert_eq!(t.until(&key(2), 50), None, "another flow");
-        assert!(t.insert(key(1), 80, 10));
-        assert_eq!(t.until(&key(1), 50), Some(100), "a shorter pause does not shorten it");
-        assert!(t.insert(key(1), 150, 60));
-        assert_eq!(t.until(&key(1), 120), Some(150), "extended");
-        assert_eq!(t.until(&key(1), 150), None, "over at its deadline");
-        assert_eq!(t.latest(), 150);
-        // Full of live pauses: refused; an expired slot is reused.
-        let mut t = PauseTable::default();
-        for i in 0..PAUSE_SLOTS {
-            assert!(t.insert(key(i as u16), 1000 + i as u64, 0));
+        let t = PauseTable::default();
+        let s = udp_sig();
+        let h = |p: u16| u64::from(p) * 7;
+        assert!(!t.marked());
+        assert_eq!(t.until(&key(1), h(1), 0), None);
+        assert_eq!(t.insert(&key(1), h(1), 100, 0, 1, &s), Ok(()));
+        assert!(t.marked());
+        assert_eq!(t.until(&key(1), h(1), 50), Some(100));
+        assert_eq!(t.until(&key(2), h(2), 50), None, "another flow");
+        assert_eq!(t.until(&key(1), h(9), 50), None, "looked up elsewhere: not found, never wrong");
+        assert_eq!(t.insert(&key(1), h(1), 80, 10, 1, &s), Ok(()));
+        assert_eq!(t.until(&key(1), h(1), 50), Some(100), "a shorter pause does not shorten it");
+        assert_eq!(t.insert(&key(1), h(1), 150, 60, 1, &s), Ok(()));
+        assert_eq!(t.until(&key(1), h(1), 120), Some(150), "extended");
+        assert_eq!(t.until(&key(1), h(1), 150), None, "over at its deadline");
+        assert!(!t.marked(), "back to the fast path once seen over");
+        // Keys that share a hash fill its PAUSE_PROBE slots, then are refused.
+        let t = PauseTable::default();
+        for i in 0..PAUSE_PROBE as u16 {
+            assert_eq!(t.insert(&key(i), 5, 1000 + u64::from(i), 0, u64::from(i), &s), Ok(()));
         }
-        assert!(!t.insert(key(999), 5000, 10));
-        assert_eq!(t.until(&key(0), 10), Some(1000), "no live pause lost");
-        assert!(t.insert(key(999), 5000, 1000), "key(0)'s slot expired at 1000");
-        assert_eq!(t.until(&key(999), 1001), Some(5000));
-        // An expired entry of the same flow starts afresh.
-        assert!(t.insert(key(1), 1500, 1200));
-        assert_eq!(t.until(&key(1), 1300), Some(1500));
+        assert_eq!(t.insert(&key(999), 5, 5000, 10, 99, &s), Err(Reject::TableFull));
+        assert_eq!(t.until(&key(0), 5, 10), Some(1000), "no live pause lost");
+        assert_eq!(t.insert(&key(999), 5, 5000, 1000, 99, &s), Ok(()), "key(0)'s slot expired at 1000");
+        assert_eq!(t.until(&key(999), 5, 1001), Some(5000));
+    }
+
+    #[test]
+    fn one_source_holds_at_most_its_share_of_the_pause_table() {
+        // 64 bogus tuples from one source: it gets PAUSES_PER_SOURCE, and a
+        // pause from another switch still finds room.
+        let t = PauseTable::default();
+        let s = udp_sig();
+        let mut ok = 0;
+        for i in 0..PAUSE_SLOTS as u16 {
+            match t.insert(&key(i), u64::from(i), 1_000_000, 0, 1, &s) {
+                Ok(()) => ok += 1,
+                Err(e) => assert_eq!(e, Reject::SourceQuota),
+            }
+        }
+        assert_eq!(ok, PAUSES_PER_SOURCE);
+        assert_eq!(t.insert(&key(500), 500, 1_000_000, 0, 2, &s), Ok(()));
+        // Its own pauses can still be extended.
+        assert_eq!(t.insert(&key(0), 0, 2_000_000, 0, 1, &s), Ok(()));
+        // Once they end, the source may pause again.
+        assert_eq!(t.insert(&key(600), 600, 3_000_000, 1_000_000, 1, &s), Ok(()));
+    }
+
+    #[test]
+    fn pause_table_refuses_a_replayed_tcp_signal() {
+        let t = PauseTable::default();
+        let s = sig4();
+        let k = FlowKey::of_signal(&s);
+        assert_eq!(t.insert(&k, 3, 1000, 0, 1, &s), Ok(()));
+        assert_eq!(t.insert(&k, 3, 1000, 0, 1, &s), Err(Reject::Duplicate));
+        assert_eq!(t.insert(&k, 3, 2000, 0, 1, &Signal { seq: s.seq.wrapping_add(1448), ..s }), Ok(()));
+        assert_eq!(t.until(&k, 3, 0), Some(2000));
+    }
+
+    #[test]
+    fn spaced_signals_never_cut_below_the_floor_without_telemetry() {
+        // 100 Gbit/s, T = 10 us: B·T = 125 kB; a flow at 475 kB. A switch
+        // (or a forger in the access list) signals every 3T + drain with
+        // the deepest queue, and speed code 12 (100 Mbit/s) where it can.
+        let (rate, t) = (100_000_000_000u64, 10_000u64);
+        let w0 = 475_000u32;
+        // (The controller never passes a rate below the path's slowest
+        // INT link, and a receiver's count comes with that telemetry: a
+        // speed code below it comes without a count here.)
+        for (speed_bps, n) in [(rate, 1), (rate, 0), (100_000_000, 0)] {
+            let mut c = WindowCut::default();
+            let (mut w, mut now) = (w0, 0u64);
+            for _ in 0..50 {
+                let q = u32::MAX;
+                w = c.on_signal(w, q, speed_bps, t, 950_000, 1448, now, n, 0).min(w);
+                now += 3 * t + drain_ns(q, speed_bps).min(u64::from(MAX_PAUSE_US) * 1000) + 1;
+            }
+            assert!(w >= w0 / MAX_UNCONFIRMED_CUT, "{speed_bps} bit/s: W {w} below {}", w0 / MAX_UNCONFIRMED_CUT);
+        }
+        // Telemetry that confirms the congestion lets the cuts go on.
+        let mut c = WindowCut::default();
+        let (mut w, mut now) = (w0, 0u64);
+        for _ in 0..10 {
+            c.on_sample(true);
+            w = c.on_signal(w, 125_000, rate, t, 950_000, 1448, now, 0, 0);
+            now += 100 * t;
+        }
+        assert!(w < w0 / 100, "{w}");
+    }
+
+    #[test]
+    fn a_signal_claims_at_most_max_queue_bdps() {
+        let (rate, t) = (100_000_000u64, 2_000_000u64); // B·T = 25 kB
+        let mut c = WindowCut::default();
+        let a = c.on_signal(1_000_000, 16 * 25_000, rate, t, 1_000_000, 1448, 0, 0, 0);
+        let mut c = WindowCut::default();
+        let b = c.on_signal(1_000_000, u32::MAX, rate, t, 1_000_000, 1448, 0, 0, 0);
+        assert_eq!(a, b);
+        // 1/17 of W, or the floor of signals alone if that is higher.
+        assert_eq!(a, (1_000_000 / 17).max(1_000_000 / MAX_UNCONFIRMED_CUT));
     }
 }

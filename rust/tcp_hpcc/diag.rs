@@ -15,16 +15,15 @@
 //! ```
 //!
 //! Addresses print as `a.b.c.d:port` or `[v6]:port`; `age_us` is `-` before
-//! the first sample. The whole listing is built in one `show` call (the
-//! seq_file retries with a larger buffer when it does not fit), which is
-//! plenty for an experimenter's tens of thousands of flows.
+//! the first sample. The seq_file walks the netns's own list of flows
+//! (`NetState::flow_list`), one line per step, and resumes a read by
+//! position: no read touches another netns's flows.
 
 use crate::bindings;
 use crate::flow::FlowObj;
 use crate::hpcc_core::probe::Tuple;
-use crate::netns::NetRef;
 use crate::probe_tx::now_ns;
-use core::ffi::{c_int, c_void};
+use core::ffi::c_void;
 use core::fmt;
 use core::net::{Ipv4Addr, Ipv6Addr};
 use core::sync::atomic::Ordering::Relaxed;
@@ -88,38 +87,27 @@ fn line(seq: &Seq, flow: &FlowObj, t: &Tuple, now: u64) {
     seq.print(format_args!("{} {} {}\n", (sh >> 8) & 0xff, (sh >> 16) & 0xff, pause_us));
 }
 
-/// What the walk passes to [`walk_one`].
-struct Walk {
-    seq: Seq,
-    net: NetRef,
-    now: u64,
-}
-
-/// `hpcc_flows_walk` callback: one published flow.
-unsafe extern "C" fn walk_one(arg: *mut c_void, h: *mut bindings::hpcc_flow_hdr) {
-    // SAFETY: `arg` is the `Walk` that `show` passed for this walk, alive
-    // for its whole duration.
-    let w = unsafe { &*arg.cast::<Walk>() };
-    // SAFETY: a header the walk found starts a published FlowObj (repr(C),
-    // header first), live until an RCU grace period after its removal, and
-    // the walk holds rcu_read_lock(); fields written after publication are
-    // atomics, UnsafeCells or in the Opaque header (see `table::with_flow`).
-    let Some(flow) = (unsafe { h.cast::<FlowObj>().as_ref() }) else { return };
-    let (net, t) = flow.key();
-    if net.key() == w.net.key() {
-        line(&w.seq, flow, &t, w.now);
-    }
-}
-
-/// `show` of `/proc/net/hpcc_flows`.
-pub(crate) unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
-    // SAFETY: the proc core calls us with the file's live seq_file, whose
-    // netns it holds for as long as the file is open.
-    let Some(net) = NetRef::new(unsafe { bindings::hpcc_seq_net(m) }) else { return 0 };
-    let w = Walk { seq: Seq(m), net, now: now_ns() };
-    w.seq.print(format_args!("local remote u_ppm w wc t_us stage cwnd pacing_Bps age_us hops hop pause_us\n"));
-    // SAFETY: `walk_one` matches the callback's contract; `w` outlives the
-    // walk, which calls it only before returning.
-    unsafe { bindings::hpcc_flows_walk(Some(walk_one), core::ptr::from_ref(&w).cast_mut().cast()) };
-    0
+/// The `show` of `/proc/net/hpcc_flows`' seq_file (`hpcc_proc_create_flows`
+/// in the shim walks the netns's own list): the header line for a null
+/// `h`, else the line of the flow `h` heads.
+///
+/// # Safety
+///
+/// `m` is the live seq_file of the current `show` call; `h` is null or the
+/// header of a FlowObj on a netns's list, read under the walk's
+/// rcu_read_lock().
+#[no_mangle]
+unsafe extern "C" fn hpcc_flow_show(m: *mut bindings::seq_file, h: *const bindings::hpcc_flow_hdr) {
+    let seq = Seq(m);
+    // SAFETY: a header on a netns's list starts a published FlowObj
+    // (repr(C), header first), live until an RCU grace period after its
+    // removal, and the walk holds rcu_read_lock(); fields written after
+    // publication are atomics, UnsafeCells or in the Opaque header (see
+    // `table::with_flow`).
+    let Some(flow) = (unsafe { h.cast::<FlowObj>().as_ref() }) else {
+        seq.print(format_args!("local remote u_ppm w wc t_us stage cwnd pacing_Bps age_us hops hop pause_us\n"));
+        return;
+    };
+    let (_, t) = flow.key();
+    line(&seq, flow, &t, now_ns());
 }

@@ -33,6 +33,7 @@ use crate::hpcc_core::flowhash;
 use crate::hpcc_core::guard::{admit_flow, Admit};
 use crate::hpcc_core::control::{FlowCtl, TraceSample};
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
+use crate::hpcc_core::sfc::{ReplayFilter, Signal};
 use crate::netns::NetRef;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
@@ -330,6 +331,15 @@ pub(crate) struct FlowObj {
     pub(crate) sfc: SfcMail,
     pub(crate) view: FlowView,
     owned: UnsafeCell<Owned>,
+    /// Released after this netns's pernet exit ran (a kernel socket of a
+    /// subsystem whose exit runs after ours): the RCU callback must not
+    /// touch the netns's state, which the netns core may free first.
+    detached: AtomicBool,
+    /// The signals the flow took (replays are refused).
+    // INVARIANT: only accessed by [`FlowObj::first_signal`], which runs
+    // with the owner socket's spin lock held (`LockedSock`), so accesses
+    // never overlap.
+    sfc_replay: UnsafeCell<ReplayFilter>,
 }
 
 /// The table key of (`net`, `tuple`).
@@ -377,9 +387,11 @@ impl FlowObj {
             undo();
             return Err(NoState::NoMemory);
         };
-        // SAFETY: rhash_head and callback_head are plain pointers, for
-        // which zero is the unlinked state.
-        let (node, rcu) = unsafe { (MaybeUninit::zeroed().assume_init(), MaybeUninit::zeroed().assume_init()) };
+        // SAFETY: rhash_head, callback_head and hlist_node are plain
+        // pointers, for which zero is the unlinked state.
+        let (node, rcu, net_node) = unsafe {
+            (MaybeUninit::zeroed().assume_init(), MaybeUninit::zeroed().assume_init(), MaybeUninit::zeroed().assume_init())
+        };
         // SAFETY: `raw` is valid for writes of one FlowObj and unshared.
         unsafe {
             raw.as_ptr().write(FlowObj {
@@ -387,6 +399,7 @@ impl FlowObj {
                     node,
                     rcu,
                     key: key_of(net, tuple),
+                    net_node,
                 }),
                 owner: sk as usize,
                 net,
@@ -395,14 +408,22 @@ impl FlowObj {
                 sfc: SfcMail::new(),
                 view: FlowView::new(),
                 owned: UnsafeCell::new(owned),
+                detached: AtomicBool::new(false),
+                sfc_replay: UnsafeCell::new(ReplayFilter::default()),
             })
+        };
+        let listed = || {
+            // SAFETY: the netns's list, initialised by its pernet init; the
+            // header of our object, published just now and on no list.
+            unsafe { bindings::hpcc_flow_list_add(st.flow_list.get(), raw.as_ptr().cast()) };
+            Ok(raw)
         };
         // SAFETY: the header of our initialised, not yet shared object.
         match unsafe { bindings::hpcc_flow_insert(raw.as_ptr().cast()) } {
-            0 => Ok(raw),
+            0 => listed(),
             1 => {
                 inc(net, Counter::FlowsReplaced);
-                Ok(raw)
+                listed()
             }
             _ => {
                 // SAFETY: never published; dropped and freed once here.
@@ -414,6 +435,18 @@ impl FlowObj {
                 Err(NoState::NoMemory)
             }
         }
+    }
+
+    /// Whether the flow takes signal `s` for the first time (recording
+    /// it); false for a replay, or if `sk` is not the flow's owner.
+    pub(crate) fn first_signal(&self, sk: &crate::sock::LockedSock, s: &Signal) -> bool {
+        if !self.owned_by(sk.as_sock()) {
+            return false;
+        }
+        // SAFETY: `sk` is the owner socket with its spin lock held, which
+        // every caller of this method holds, so this is the only access
+        // (field invariant).
+        unsafe { &mut *self.sfc_replay.get() }.first_time(s)
     }
 
     /// The netns and 4-tuple the object is published under.
@@ -454,12 +487,23 @@ impl FlowObj {
         // SAFETY: `obj` is live until the RCU callback runs (caller
         // contract); `net` is immutable.
         let net = unsafe { (*obj.as_ptr()).net };
-        net.state().pending_free.fetch_add(1, Relaxed);
+        let st = net.state();
+        // With `netns::pernet_exit`, a store-then-load pair on each side
+        // (SeqCst): either the exit sees this pending free and waits for
+        // its callback, or this release sees the exit and detaches the
+        // object from `st`.
+        st.pending_free.fetch_add(1, SeqCst);
+        if st.exited.load(SeqCst) {
+            st.pending_free.fetch_sub(1, SeqCst);
+            // SAFETY: `obj` is live (caller contract); an atomic field.
+            unsafe { (*obj.as_ptr()).detached.store(true, Relaxed) };
+        }
         // SAFETY: `hdr` is the header of a live, published object; removal
         // and call_rcu write only inside the Opaque header, and readers
         // that still hold the object keep it until the callback runs.
         unsafe {
             bindings::hpcc_flow_remove(hdr);
+            bindings::hpcc_flow_list_del(st.flow_list.get(), hdr);
             bindings::hpcc_flow_call_rcu(hdr);
         }
     }
@@ -473,18 +517,24 @@ unsafe extern "C" fn hpcc_flow_free_rcu(head: *mut bindings::callback_head) {
     // queued by `release` (repr(C), header first), so stepping back by its
     // offset yields the object, which no RCU reader can still see.
     let obj = unsafe { head.cast::<u8>().sub(off).cast::<FlowObj>() };
-    // SAFETY: the object is live until freed below; its netns outlives it
-    // (netns::pernet_exit waits for pending frees).
-    let st = unsafe { (*obj).net }.state();
+    // SAFETY: the object is live until freed below.
+    let (net, detached) = unsafe { ((*obj).net, (*obj).detached.load(Relaxed)) };
     // SAFETY: dropped and returned to the cache exactly once.
     unsafe {
         core::ptr::drop_in_place(obj);
         bindings::hpcc_flow_free(obj.cast());
     }
+    if detached {
+        // Released after the netns's exit: its state may be gone.
+        return;
+    }
+    // The netns's state is live: `netns::pernet_exit` waits until
+    // `pending_free` reads 0, which this object's count keeps above 0.
+    let st = net.state();
     st.flows.fetch_sub(1, Relaxed);
     // Last touch of `st`: once `pending_free` reads 0, pernet exit may let
     // the netns core free it.
-    st.pending_free.fetch_sub(1, Release);
+    st.pending_free.fetch_sub(1, SeqCst);
 }
 
 /// The flow table (see the module documentation).
@@ -501,6 +551,13 @@ pub(crate) mod table {
         // SAFETY: rhashtable passes a key of `key_len` (= KEY_LEN) bytes.
         let key = unsafe { core::slice::from_raw_parts(data.cast::<u8>(), n) };
         flowhash::flow_hash([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], seed, key)
+    }
+
+    /// SipHash-2-4 of `data` under the per-load secret: a key no sender
+    /// can choose collisions for (SFC's per-source buckets and pause
+    /// table).
+    pub(crate) fn keyed_hash(data: &[u8]) -> u64 {
+        flowhash::siphash24([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], data)
     }
 
     /// The table's hash of (`net`, `tuple`) (seed 0): a flow's identity

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Thin C shim of tcp_hpcc: only what Rust cannot express or call.
- *
- *  - THIS_MODULE is a macro.
- *  - tcp_is_cwnd_limited() is a static inline.
+ * Thin C shim of tcp_hpcc: only what Rust cannot express or call
+ * (macros such as THIS_MODULE and bh_lock_sock(), static inlines such as
+ * tcp_is_cwnd_limited(), and struct fields behind them); hpcc_shim.h
+ * declares each function with its contract.
  *
  * The module parameters, their registration and all logic live in Rust
  * (rust/tcp_hpcc/params.rs).
@@ -22,6 +22,11 @@
 #include <net/route.h>
 #include <net/sch_generic.h>
 #include <net/tcp.h>
+#include <net/udp.h>
+#include <net/xfrm.h>
+#include <linux/if_arp.h>
+#include <net/addrconf.h>
+#include <net/rtnetlink.h>
 
 #include "hpcc_shim.h"
 
@@ -140,16 +145,117 @@ struct sock *hpcc_lookup(struct net *net, const struct sk_buff *rx,
 
 /* ---- Source Flow Control (see hpcc_shim.h and rust/tcp_hpcc/sfc_rx.rs) ---- */
 
-static DEFINE_SPINLOCK(hpcc_sfc_bucket_lock);
-
-void hpcc_sfc_lock(void)
+void hpcc_sfc_lock_init(spinlock_t *lock)
 {
-	spin_lock_bh(&hpcc_sfc_bucket_lock);
+	spin_lock_init(lock);
 }
 
-void hpcc_sfc_unlock(void)
+void hpcc_sfc_lock(spinlock_t *lock)
 {
-	spin_unlock_bh(&hpcc_sfc_bucket_lock);
+	spin_lock_bh(lock);
+}
+
+void hpcc_sfc_unlock(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+/* Devices whose packets come out of a tunnel: IP-in-IP and GRE without a
+ * MAC header (and collect_md/WireGuard-style ARPHRD_NONE devices), and
+ * the Ethernet-over-IP kinds, which look like Ethernet. */
+static bool hpcc_dev_is_tunnel(const struct net_device *dev)
+{
+	static const char *const kinds[] = {
+		"gretap", "ip6gretap", "erspan", "ip6erspan", "vxlan", "geneve", "bareudp",
+	};
+	const struct rtnl_link_ops *ops = dev->rtnl_link_ops;
+	unsigned int i;
+
+	switch (dev->type) {
+	case ARPHRD_TUNNEL:
+	case ARPHRD_TUNNEL6:
+	case ARPHRD_IPGRE:
+	case ARPHRD_IP6GRE:
+	case ARPHRD_SIT:
+	case ARPHRD_NONE:
+		return true;
+	}
+	if (!ops || !ops->kind)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(ops->kind, kinds[i]))
+			return true;
+	return false;
+}
+
+void hpcc_sfc_arrival(struct net *net, const struct sk_buff *skb,
+		      struct hpcc_sfc_arrival *out)
+{
+	/* The device the packet came in on: skb_iif (set by the receive core
+	 * on the last device it passed, the tunnel device for a decapsulated
+	 * packet; skb->dev may be an L3 master (VRF) by LOCAL_IN). */
+	struct net_device *dev = dev_get_by_index_rcu(net, skb->skb_iif);
+
+	if (!dev)
+		dev = skb->dev;
+	memset(out, 0, sizeof(*out));
+	if (!dev) {
+		out->tunneled = 1; /* unknown: refused */
+		return;
+	}
+	out->loopback = !!(dev->flags & IFF_LOOPBACK);
+	out->tunneled = hpcc_dev_is_tunnel(dev) || secpath_exists(skb);
+	memcpy(out->ifname, dev->name, sizeof(out->ifname));
+	out->ifname[sizeof(out->ifname) - 1] = 0;
+}
+
+bool hpcc_addr_is_local(struct net *net, const struct sk_buff *skb, const u8 addr[16])
+{
+	__be32 v4;
+
+	if (hpcc_v4(addr, &v4))
+		return inet_addr_type_dev_table(net, skb->dev, v4) == RTN_LOCAL;
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct in6_addr a6 = hpcc_in6(addr);
+
+		return ipv6_chk_addr(net, &a6, NULL, 0);
+	}
+#else
+	return false;
+#endif
+}
+
+bool hpcc_udp_sock_exists(struct net *net, const struct sk_buff *rx,
+			  const u8 laddr[16], __be16 lport,
+			  const u8 raddr[16], __be16 rport)
+{
+	__be32 l4, r4;
+
+	/* As the receive path would look up a datagram from the peer
+	 * (rcu_read_lock held by the hook; no reference taken). The caller
+	 * checked that the signal's family is the packet's, so the control
+	 * block read by inet_iif() / inet6_iif() is the right one. */
+	if (hpcc_v4(laddr, &l4) && hpcc_v4(raddr, &r4))
+		return __udp4_lib_lookup(net, r4, rport, l4, lport, inet_iif(rx),
+					 inet_sdif(rx), net->ipv4.udp_table, NULL) != NULL;
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct in6_addr l6 = hpcc_in6(laddr), r6 = hpcc_in6(raddr);
+
+		return __udp6_lib_lookup(net, &r6, rport, &l6, lport, inet6_iif(rx),
+					 inet6_sdif(rx), net->ipv4.udp_table, NULL) != NULL;
+	}
+#else
+	return false;
+#endif
+}
+
+bool hpcc_skb_is_local_out(const struct sk_buff *skb, const struct net *net)
+{
+	/* Sent by a socket of this netns; forwarded packets have no socket,
+	 * and a packet that crossed a veth from another netns was orphaned. */
+	return skb->sk && net_eq(sock_net(skb->sk), net);
 }
 
 struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
@@ -166,6 +272,11 @@ struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
 		sock_gen_put(sk);
 		return NULL;
 	}
+	/* The hook may run in process context with bottom halves on (a
+	 * packet reinjected by an NFQUEUE verdict): a softirq on this CPU
+	 * that takes the same socket's spin lock would then spin forever.
+	 * bh_lock_sock() is for BH-off context only, so turn BH off first. */
+	local_bh_disable();
 	bh_lock_sock(sk);
 	return sk;
 }
@@ -173,6 +284,7 @@ struct sock *hpcc_sfc_sock(struct net *net, const struct sk_buff *rx,
 void hpcc_sfc_sock_done(struct sock *sk)
 {
 	bh_unlock_sock(sk);
+	local_bh_enable();
 	sock_gen_put(sk);
 }
 
@@ -189,9 +301,11 @@ void hpcc_tcp_pause(struct sock *sk, u64 until_ns)
 		tp->tcp_wstamp_ns = until_ns;
 }
 
+/* Only sch_fq holds a packet until its departure time whatever its
+ * clock; etf accepts only CLOCK_TAI with SO_TXTIME and drops the rest. */
 static bool hpcc_qdisc_is_edt(const struct Qdisc *q)
 {
-	return q && (!strcmp(q->ops->id, "fq") || !strcmp(q->ops->id, "etf"));
+	return q && !strcmp(q->ops->id, "fq");
 }
 
 /* The root qdisc, or for a multiqueue root (mq, mqprio) the one of the
@@ -228,6 +342,7 @@ enum hpcc_hold hpcc_skb_hold_until(struct sk_buff *skb, __u64 until_ns)
 #include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file_net.h>
+#include <linux/rculist.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
@@ -322,23 +437,83 @@ struct hpcc_flow_hdr *hpcc_flow_lookup(const struct hpcc_flow_key *key)
 	return rhashtable_lookup(&hpcc_flows, key, hpcc_flow_params);
 }
 
-void hpcc_flows_walk(void (*fn)(void *arg, struct hpcc_flow_hdr *h), void *arg)
+void hpcc_flow_list_init(struct hpcc_flow_list *l)
 {
-	struct rhashtable_iter iter;
+	spin_lock_init(&l->lock);
+	INIT_HLIST_HEAD(&l->head);
+}
+
+void hpcc_flow_list_add(struct hpcc_flow_list *l, struct hpcc_flow_hdr *h)
+{
+	spin_lock_bh(&l->lock);
+	hlist_add_head_rcu(&h->net_node, &l->head);
+	spin_unlock_bh(&l->lock);
+}
+
+void hpcc_flow_list_del(struct hpcc_flow_list *l, struct hpcc_flow_hdr *h)
+{
+	spin_lock_bh(&l->lock);
+	hlist_del_rcu(&h->net_node);
+	spin_unlock_bh(&l->lock);
+}
+
+static struct hpcc_flow_hdr *hpcc_flows_at(struct hlist_head *head, loff_t n)
+{
 	struct hpcc_flow_hdr *h;
 
-	rhashtable_walk_enter(&hpcc_flows, &iter);
-	rhashtable_walk_start(&iter);
-	while ((h = rhashtable_walk_next(&iter))) {
-		if (IS_ERR(h)) {
-			if (PTR_ERR(h) == -EAGAIN)
-				continue; /* a resize: go on, maybe seeing some twice */
-			break;
-		}
-		fn(arg, h);
-	}
-	rhashtable_walk_stop(&iter);
-	rhashtable_walk_exit(&iter);
+	hlist_for_each_entry_rcu(h, head, net_node)
+		if (n-- == 0)
+			return h;
+	return NULL;
+}
+
+/* Position 0 is the header line, n > 0 the netns's n-th flow: a restart
+ * (the next read, or a retry with a larger buffer) walks this netns's
+ * list to its position, never another netns's flows. */
+static void *hpcc_flows_seq_start(struct seq_file *seq, loff_t *pos)
+	__acquires(RCU)
+{
+	rcu_read_lock();
+	if (*pos == 0)
+		return SEQ_START_TOKEN;
+	return hpcc_flows_at(&hpcc_net_flow_list(seq_file_net(seq))->head, *pos - 1);
+}
+
+static void *hpcc_flows_seq_next(struct seq_file *seq, void *v, loff_t *pos)
+{
+	struct hlist_node *next;
+
+	++*pos;
+	if (v == SEQ_START_TOKEN)
+		next = rcu_dereference(hlist_first_rcu(&hpcc_net_flow_list(seq_file_net(seq))->head));
+	else
+		next = rcu_dereference(hlist_next_rcu(&((struct hpcc_flow_hdr *)v)->net_node));
+	return next ? hlist_entry(next, struct hpcc_flow_hdr, net_node) : NULL;
+}
+
+static void hpcc_flows_seq_stop(struct seq_file *seq, void *v)
+	__releases(RCU)
+{
+	rcu_read_unlock();
+}
+
+static int hpcc_flows_seq_show(struct seq_file *seq, void *v)
+{
+	hpcc_flow_show(seq, v == SEQ_START_TOKEN ? NULL : v);
+	return 0;
+}
+
+static const struct seq_operations hpcc_flows_seq_ops = {
+	.start = hpcc_flows_seq_start,
+	.next = hpcc_flows_seq_next,
+	.stop = hpcc_flows_seq_stop,
+	.show = hpcc_flows_seq_show,
+};
+
+int hpcc_proc_create_flows(struct net *net, const char *name)
+{
+	return proc_create_net(name, 0400, net->proc_net, &hpcc_flows_seq_ops,
+			       sizeof(struct seq_net_private)) ? 0 : -ENOMEM;
 }
 
 void hpcc_flow_call_rcu(struct hpcc_flow_hdr *h)
@@ -370,9 +545,15 @@ void hpcc_pcpu_free(u64 __percpu *p)
 	free_percpu(p);
 }
 
-void hpcc_pcpu_inc(u64 __percpu *p, unsigned int i)
+void hpcc_pcpu_inc_rcu(u64 __percpu **slot, unsigned int i)
 {
-	this_cpu_inc(p[i]);
+	u64 __percpu *p;
+
+	rcu_read_lock();
+	p = READ_ONCE(*slot);
+	if (p)
+		this_cpu_inc(p[i]);
+	rcu_read_unlock();
 }
 
 u64 hpcc_pcpu_sum(u64 __percpu *p, unsigned int i)

@@ -12,13 +12,14 @@
 
 use crate::bindings;
 use crate::hpcc_core::rcvcount::FlowCount;
-use crate::hpcc_core::sfc::{PauseTable, TokenBucket};
+use crate::hpcc_core::sfc::{PauseTable, SourceBuckets};
 use crate::{diag, stats};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
+use kernel::types::Opaque;
 use kernel::error::{code::ENOMEM, to_result, Result};
 
 /// A network namespace pointer, only passed back to the kernel or compared.
@@ -58,38 +59,66 @@ impl NetRef {
 }
 
 /// What the module keeps per netns. All-zero is its initial state (the
-/// netns core zero-fills it; an all-zero token bucket fills on first use).
+/// netns core zero-fills it; an all-zero token bucket fills on first use),
+/// but for the SFC lock, which `pernet_init` initialises.
 pub(crate) struct NetState {
     /// Flow objects allocated for sockets of this netns and not yet freed
     /// (the per-netns limit counts these).
     pub(crate) flows: AtomicU32,
     /// Of those, the ones released and waiting for their RCU grace period.
     pub(crate) pending_free: AtomicU32,
+    /// `pernet_exit` has begun: a flow released from now on (a kernel
+    /// socket of a subsystem whose exit runs after ours) is detached from
+    /// this state (`flow::FlowObj::release`).
+    pub(crate) exited: AtomicBool,
     /// The event counters: `stats::N` u64 per CPU (null until init).
     counters: AtomicPtr<u64>,
-    /// SFC signals accepted (`sfc_rx`), only under `hpcc_sfc_lock()`.
-    pub(crate) sfc_bucket: UnsafeCell<TokenBucket>,
+    /// The SFC lock: initialised by `pernet_init` before the hooks are
+    /// registered; guards `sfc_buckets` and serialises the writers of
+    /// `sfc_pauses` ([`NetState::sfc_locked`]).
+    sfc_lock: Opaque<bindings::spinlock_t>,
+    /// SFC signals accepted per source (`sfc_rx`).
+    // INVARIANT: only accessed under `sfc_lock`.
+    sfc_buckets: UnsafeCell<SourceBuckets>,
     /// Flows of other congestion controls and UDP paused at egress
-    /// (`sfc_scope` 1), only under `hpcc_sfc_lock()`.
-    pub(crate) sfc_pauses: UnsafeCell<PauseTable>,
-    /// `sfc_pauses.latest()`, for the egress hook's lock-free first look:
-    /// at or after it nothing is paused (0: never anything).
-    pub(crate) sfc_pause_latest: AtomicU64,
+    /// (`sfc_scope` 1): read lock-free by the egress hook, written under
+    /// `sfc_lock`.
+    pub(crate) sfc_pauses: PauseTable,
+    /// The netns's flow objects, for `/proc/net/hpcc_flows` (initialised
+    /// by `pernet_init`; the shim's lock and RCU list).
+    pub(crate) flow_list: Opaque<bindings::hpcc_flow_list>,
     /// The hpcc flows whose probes this netns answered recently (the
     /// receiver's N in each response; atomics, all-zero is empty).
     pub(crate) rcv_flows: FlowCount,
 }
 
 impl NetState {
+    /// Runs `f` with the netns's SFC lock held (bottom halves off): the
+    /// per-source token buckets, and the right to write the pause table.
+    pub(crate) fn sfc_locked<R>(&self, f: impl FnOnce(&mut SourceBuckets, &PauseTable) -> R) -> R {
+        // SAFETY: `sfc_lock` was initialised by `pernet_init` before any
+        // path that reaches a NetState could run (the hooks are registered
+        // after it). Paired with the unlock below; `f` does not unwind
+        // (the kernel aborts on panic).
+        unsafe { bindings::hpcc_sfc_lock(self.sfc_lock.get()) };
+        // SAFETY: `sfc_buckets` is only accessed here, under the lock just
+        // taken (field invariant), so this is the only reference.
+        let r = f(unsafe { &mut *self.sfc_buckets.get() }, &self.sfc_pauses);
+        // SAFETY: taken above.
+        unsafe { bindings::hpcc_sfc_unlock(self.sfc_lock.get()) };
+        r
+    }
+
     /// Adds one to counter `i`.
     #[inline]
     pub(crate) fn inc(&self, i: usize) {
-        let p = self.counters.load(Relaxed);
-        if !p.is_null() && i < stats::N {
-            // SAFETY: `p` is the per-CPU array of stats::N u64 that init
-            // allocated; it is freed in exit, after the hooks are gone and
-            // no socket of the netns remains; `i` is in range.
-            unsafe { bindings::hpcc_pcpu_inc(p, i as c_uint) };
+        if i < stats::N {
+            // SAFETY: the slot holds null or the per-CPU array of
+            // stats::N u64 that init allocated; the shim loads it under
+            // rcu_read_lock(), and exit frees it only a grace period after
+            // clearing the slot (a socket of a subsystem whose exit runs
+            // after ours may still count); `i` is in range.
+            unsafe { bindings::hpcc_pcpu_inc_rcu(self.counters.as_ptr().cast(), i as c_uint) };
         }
     }
 
@@ -104,12 +133,29 @@ impl NetState {
     }
 }
 
+/// `net`'s flow list, for the shim's `/proc/net/hpcc_flows` walk.
+///
+/// # Safety
+///
+/// `net` is a live netns in which `pernet_init` ran (the proc file the
+/// walk serves exists only then).
+#[no_mangle]
+unsafe extern "C" fn hpcc_net_flow_list(net: *const bindings::net) -> *mut bindings::hpcc_flow_list {
+    NetRef::new(net.cast_mut()).map_or(core::ptr::null_mut(), |n| n.state().flow_list.get())
+}
+
 /// Name of the counters file in `/proc/net`.
 const PROC_NAME: &core::ffi::CStr = c"hpcc_stat";
 
 unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     let Some(n) = NetRef::new(net) else { return ENOMEM.to_errno() };
     let st = n.state();
+    // SAFETY: the netns core gave us zeroed, unshared state; the lock is
+    // initialised once, before the hooks that take it are registered.
+    unsafe {
+        bindings::hpcc_sfc_lock_init(st.sfc_lock.get());
+        bindings::hpcc_flow_list_init(st.flow_list.get());
+    }
     // SAFETY: no preconditions (GFP_KERNEL: pernet init may sleep).
     let counters = unsafe { bindings::hpcc_pcpu_alloc(stats::N as c_uint) };
     if counters.is_null() {
@@ -122,7 +168,7 @@ unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     let mut err = unsafe { bindings::hpcc_proc_create(net, PROC_NAME.as_ptr(), Some(stats::show)) };
     if err == 0 {
         // SAFETY: as above, for the flow listing.
-        err = unsafe { bindings::hpcc_proc_create(net, diag::PROC_NAME.as_ptr(), Some(diag::show)) };
+        err = unsafe { bindings::hpcc_proc_create_flows(net, diag::PROC_NAME.as_ptr()) };
         if err != 0 {
             // SAFETY: created just above.
             unsafe { bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr()) };
@@ -159,17 +205,27 @@ unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
         bindings::hpcc_proc_remove(net, PROC_NAME.as_ptr());
     }
     let st = n.state();
-    // Flow objects of this netns still waiting for their RCU free touch
-    // `st` when freed: let them finish before the netns core frees it.
-    if st.pending_free.load(Acquire) != 0 {
+    // The netns core frees `st` right after the last pernet exit, with no
+    // RCU barrier in between, while sockets of subsystems whose exits run
+    // after ours may still be released. From here on, a release detaches
+    // its object from `st` (`flow::FlowObj::release`); objects released
+    // before touch `st` in their RCU callback, so wait for them all. (A
+    // release that raced the store below either is seen here as pending
+    // and waited for, or saw the store and detached.)
+    st.exited.store(true, SeqCst);
+    while st.pending_free.load(SeqCst) != 0 {
         // SAFETY: pernet exit runs in process context and may sleep.
         unsafe { bindings::rcu_barrier() };
     }
-    let counters = st.counters.swap(core::ptr::null_mut(), Relaxed);
+    let counters = st.counters.swap(core::ptr::null_mut(), SeqCst);
     if !counters.is_null() {
-        // SAFETY: allocated by init; the hooks and the proc file are gone,
-        // and a dying netns has no sockets left to count events.
-        unsafe { bindings::hpcc_pcpu_free(counters) };
+        // Counting (`NetState::inc`) loads the array under
+        // rcu_read_lock(): after a grace period nobody holds it.
+        // SAFETY: process context; allocated by init, cleared above.
+        unsafe {
+            bindings::synchronize_rcu();
+            bindings::hpcc_pcpu_free(counters);
+        }
     }
 }
 

@@ -11,12 +11,19 @@
 //! ([`Knobs::validate`]), so a bad value is refused with `-EINVAL` and a
 //! `pr_warn`. Flows read the knobs when they start (and the fallback on
 //! every ACK); a change applies to flows that start afterwards.
+//!
+//! Readers never see a torn set and never wait: the whole validated set
+//! (and, apart, the SFC access and interface lists) is published as one
+//! value in an [`RcuCell`], which readers copy (or look into) under
+//! `rcu_read_lock()` and writers, serialised by the parameter core's
+//! `kernel_param_lock()`, replace whole.
 
 use crate::bindings;
-use crate::hpcc_core::knobs::{Knobs, ACL_KNOB};
+use crate::hpcc_core::knobs::{Knobs, ACL_KNOB, IFACES_KNOB};
 use crate::hpcc_core::sfc;
 use core::ffi::{c_char, c_int, c_uint, CStr};
-use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::{Acquire, Relaxed, Release}};
 use kernel::error::code::EINVAL;
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -63,10 +70,10 @@ const fn joined<const N: usize>(parts: &[&str]) -> [u8; N] {
 }
 
 /// Registers one parameter: its `__param` entry (name, this module, ops,
-/// 0644, `arg`) and its `.modinfo` description, "DESC (RANGE)"
+/// `perm`, `arg`) and its `.modinfo` description, "DESC (RANGE)"
 /// (`MODULE_PARM_DESC()`).
 macro_rules! register_param {
-    ($name:expr, $ops:expr, $arg:expr, $desc:expr, $range:expr) => {
+    ($name:expr, $ops:expr, $arg:expr, $perm:expr, $desc:expr, $range:expr) => {
         #[link_section = "__param"]
         #[used]
         static PARAM: Param = Param(bindings::kernel_param {
@@ -75,7 +82,7 @@ macro_rules! register_param {
             // is taken.
             mod_: unsafe { __this_module.get() }.cast(),
             ops: $ops,
-            perm: 0o644,
+            perm: $perm,
             level: -1,
             flags: 0,
             __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 { arg: $arg },
@@ -103,17 +110,15 @@ macro_rules! kernel_knobs {
                     stringify!($field),
                     &PARAM_OPS,
                     core::ptr::addr_of!(CELL).cast_mut().cast(),
+                    0o644,
                     $desc,
                     $range
                 );
             }
         )*
 
-        /// Reads every knob (each atomically; a reader racing a writer may
-        /// see old and new values of different knobs, which every consumer
-        /// tolerates: clamps accept crossed bounds, flows validate).
-        #[inline]
-        pub(crate) fn knobs() -> Knobs {
+        /// The cells as the parameter core shows them (writers only).
+        fn cells() -> Knobs {
             Knobs { $($field: $field::CELL.load(Relaxed),)* }
         }
 
@@ -125,25 +130,103 @@ macro_rules! kernel_knobs {
 
 crate::hpcc_core::knobs::knob_table!(kernel_knobs);
 
-/// `sfc_acl`: text, its own ops; no cell (the list lives in [`SFC_ACL`]).
+/// `sfc_acl` and `sfc_ifaces`: text, their own ops, no cell (the lists
+/// live in [`SFC_LISTS`]); root only (0600), as is what they guard.
 mod sfc_acl_param {
     use super::*;
 
-    register_param!("sfc_acl", &ACL_PARAM_OPS, core::ptr::null_mut(), ACL_KNOB.desc, ACL_KNOB.range);
+    register_param!("sfc_acl", &ACL_PARAM_OPS, core::ptr::null_mut(), 0o600, ACL_KNOB.desc, ACL_KNOB.range);
 }
 
-/// The probe and response DSCPs (read for every received IPv4 packet, so
-/// only these two knobs are loaded).
+mod sfc_ifaces_param {
+    use super::*;
+
+    register_param!("sfc_ifaces", &IFACES_PARAM_OPS, core::ptr::null_mut(), 0o600, IFACES_KNOB.desc, IFACES_KNOB.range);
+}
+
+/// A value readers take without a lock and writers replace whole, as
+/// RCU publishes an object: two slots, one published.
+///
+/// # Invariants
+///
+/// * `cur` is 0 or 1: the published slot. Readers read only the slot
+///   `cur` named when they loaded it, inside an RCU read-side critical
+///   section.
+/// * The other slot has no reader: it was never published, or the writer
+///   that unpublished it waited for a grace period (`synchronize_rcu()`)
+///   before returning, so every reader that could have loaded it has left
+///   its critical section.
+/// * Writers are serialised (the parameter core's `kernel_param_lock()`),
+///   so only one writes the unpublished slot at a time.
+struct RcuCell<T: Copy> {
+    slots: [UnsafeCell<T>; 2],
+    cur: AtomicUsize,
+}
+
+// SAFETY: shared access follows the invariants: a slot is written only
+// while unpublished and unread, and read only while published; T is Copy
+// plain data.
+unsafe impl<T: Copy + Send> Sync for RcuCell<T> {}
+
+impl<T: Copy> RcuCell<T> {
+    const fn new(v: T) -> Self {
+        Self { slots: [UnsafeCell::new(v), UnsafeCell::new(v)], cur: AtomicUsize::new(0) }
+    }
+
+    /// Looks into the published value (in any context; never waits).
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: no preconditions; paired with the unlock below.
+        unsafe { bindings::hpcc_rcu_read_lock() };
+        let i = self.cur.load(Acquire) & 1;
+        // SAFETY: slot `i` is published, so no writer touches it until a
+        // grace period after it is unpublished, which cannot end while we
+        // are inside this critical section (type invariants).
+        let r = f(unsafe { &*self.slots[i].get() });
+        // SAFETY: taken above.
+        unsafe { bindings::hpcc_rcu_read_unlock() };
+        r
+    }
+
+    /// Publishes `v`, then waits until no reader can see the old value.
+    /// Process context (may sleep); writers serialised by the caller.
+    fn write(&self, v: T) {
+        let next = (self.cur.load(Relaxed) & 1) ^ 1;
+        // SAFETY: slot `next` is unpublished and has no reader (type
+        // invariants), and writers are serialised.
+        unsafe { *self.slots[next].get() = v };
+        self.cur.store(next, Release);
+        // INVARIANT: once every reader that loaded the old index has left
+        // its critical section, the old slot has no reader.
+        // SAFETY: process context: parameter writes come from sysfs or
+        // module load, never from atomic context.
+        unsafe { bindings::synchronize_rcu() };
+    }
+}
+
+/// The validated knob set, as readers see it.
+static KNOB_SET: RcuCell<Knobs> = RcuCell::new(Knobs::DEFAULT);
+
+/// Every knob, as one consistent snapshot.
+#[inline]
+pub(crate) fn knobs() -> Knobs {
+    KNOB_SET.with(|k| *k)
+}
+
+/// The probe and response DSCPs (read for every received IPv4 packet:
+/// only these two are copied).
 #[inline]
 pub(crate) fn dscps() -> (u8, u8) {
-    let d = |a: &AtomicU32| u8::try_from(a.load(Relaxed)).unwrap_or(u8::MAX);
-    (d(&probe_dscp::CELL), d(&response_dscp::CELL))
+    KNOB_SET.with(|k| {
+        let d = |v: u32| u8::try_from(v).unwrap_or(u8::MAX);
+        (d(k.probe_dscp), d(k.response_dscp))
+    })
 }
 
 /// The SFC port (read for every received UDP packet, so only this knob).
 #[inline]
 pub(crate) fn sfc_port() -> u16 {
-    u16::try_from(sfc_port::CELL.load(Relaxed)).unwrap_or(sfc::PORT_DEFAULT)
+    KNOB_SET.with(|k| u16::try_from(k.sfc_port).unwrap_or(sfc::PORT_DEFAULT))
 }
 
 /// One knob: its storage and name (the [`Knobs`] field).
@@ -170,14 +253,15 @@ unsafe extern "C" fn hpcc_param_set(val: *const c_char, kp: *const bindings::ker
     let Some(knob) = KNOBS.iter().find(|k| core::ptr::eq(k.cell, arg)) else {
         return EINVAL.to_errno();
     };
-    let mut next = knobs();
+    // Writers are serialised by the parameter core's kernel_param_lock().
+    let mut next = cells();
     next.set(knob.name, v);
     if let Err(e) = next.validate() {
         pr_warn!("rejected {}={}: {}\n", knob.name, v, e.describe());
         return EINVAL.to_errno();
     }
-    // Writers are serialised by the parameter core's kernel_param_lock().
     knob.cell.store(v, Relaxed);
+    KNOB_SET.write(next);
     0
 }
 
@@ -189,66 +273,23 @@ static PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
     free: None,
 };
 
-/// The SFC access list (`sfc_acl`), kept in atomics under a sequence
-/// count so the netfilter hook reads it without a lock: the parameter
-/// core serialises writers (kernel_param_lock); a reader retries while a
-/// write is in progress or happened during its copy.
-struct AclCell {
-    seq: AtomicU32,
-    n: AtomicU32,
-    /// Per prefix: address high and low 64 bits, length.
-    words: [AtomicU64; sfc::ACL_MAX * 3],
+/// The SFC access list and interface list (`sfc_acl`, `sfc_ifaces`).
+#[derive(Clone, Copy)]
+struct SfcLists {
+    acl: sfc::Acl,
+    ifaces: sfc::IfaceList,
 }
 
-static SFC_ACL: AclCell = AclCell {
-    seq: AtomicU32::new(0),
-    n: AtomicU32::new(0),
-    words: [const { AtomicU64::new(0) }; sfc::ACL_MAX * 3],
-};
-
-/// A consistent copy of the access list.
-fn sfc_acl() -> sfc::Acl {
-    loop {
-        let s1 = SFC_ACL.seq.load(Acquire);
-        if s1 & 1 == 0 {
-            let mut acl = sfc::Acl::default();
-            let n = (SFC_ACL.n.load(Relaxed) as usize).min(sfc::ACL_MAX);
-            let mut ok = true;
-            for w in SFC_ACL.words.chunks_exact(3).take(n) {
-                let addr = (u128::from(w[0].load(Relaxed)) << 64) | u128::from(w[1].load(Relaxed));
-                let len = u8::try_from(w[2].load(Relaxed)).unwrap_or(u8::MAX);
-                // A torn copy can be refused; the count check retries it.
-                ok &= acl.push(addr, len).is_ok();
-            }
-            fence(Acquire);
-            if ok && SFC_ACL.seq.load(Relaxed) == s1 {
-                return acl;
-            }
-        }
-        core::hint::spin_loop();
-    }
-}
-
-/// Stores `acl` (writers are serialised by the parameter core).
-fn set_sfc_acl(acl: &sfc::Acl) {
-    SFC_ACL.seq.fetch_add(1, Relaxed);
-    fence(Release);
-    let mut n = 0;
-    for ((addr, len), w) in acl.entries().zip(SFC_ACL.words.chunks_exact(3)) {
-        w[0].store((addr >> 64) as u64, Relaxed);
-        w[1].store(addr as u64, Relaxed);
-        w[2].store(u64::from(len), Relaxed);
-        n += 1;
-    }
-    SFC_ACL.n.store(n, Relaxed);
-    SFC_ACL.seq.fetch_add(1, Release);
-}
+/// Both lists, empty by default (SFC accepts nothing until an operator
+/// names the switches and the ports they are behind).
+static SFC_LISTS: RcuCell<SfcLists> = RcuCell::new(SfcLists { acl: sfc::Acl::EMPTY, ifaces: sfc::IfaceList::EMPTY });
 
 /// The host's SFC rules as the knobs set them now.
 pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
     sfc::Rules {
         enabled: k.sfc_enable == 1,
-        acl: if k.sfc_enable == 1 { sfc_acl() } else { sfc::Acl::default() },
+        acl: if k.sfc_enable == 1 { SFC_LISTS.with(|l| l.acl) } else { sfc::Acl::default() },
+        ifaces: if k.sfc_enable == 1 { SFC_LISTS.with(|l| l.ifaces) } else { sfc::IfaceList::default() },
         rate: k.sfc_rate,
         burst: k.sfc_burst,
         max_pause_us: k.sfc_max_pause_us,
@@ -266,7 +307,9 @@ unsafe extern "C" fn hpcc_acl_set(val: *const c_char, _kp: *const bindings::kern
     let Ok(text) = text.to_str() else { return EINVAL.to_errno() };
     match sfc::Acl::parse(text) {
         Ok(acl) => {
-            set_sfc_acl(&acl);
+            // Writers are serialised by the parameter core.
+            let ifaces = SFC_LISTS.with(|l| l.ifaces);
+            SFC_LISTS.write(SfcLists { acl, ifaces });
             0
         }
         Err(e) => {
@@ -303,7 +346,8 @@ unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::ker
     // SAFETY: the parameter core passes a PAGE_SIZE buffer (at least 4 KiB).
     let buf = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), 4096) };
     let mut w = BufWriter { buf, n: 0 };
-    for (i, (addr, len)) in sfc_acl().entries().enumerate() {
+    let acl = SFC_LISTS.with(|l| l.acl);
+    for (i, (addr, len)) in acl.entries().enumerate() {
         let sep = if i == 0 { "" } else { "," };
         let v6 = core::net::Ipv6Addr::from(addr);
         let _ = match v6.to_ipv4_mapped() {
@@ -320,5 +364,53 @@ static ACL_PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
     flags: 0,
     set: Some(hpcc_acl_set),
     get: Some(hpcc_acl_get),
+    free: None,
+};
+
+/// `kernel_param_ops.set` of `sfc_ifaces`: the whole list, replaced.
+unsafe extern "C" fn hpcc_ifaces_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+    if val.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the parameter core passes a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(val) };
+    let Ok(text) = text.to_str() else { return EINVAL.to_errno() };
+    match sfc::IfaceList::parse(text) {
+        Ok(ifaces) => {
+            // Writers are serialised by the parameter core.
+            let acl = SFC_LISTS.with(|l| l.acl);
+            SFC_LISTS.write(SfcLists { acl, ifaces });
+            0
+        }
+        Err(e) => {
+            pr_warn!("rejected sfc_ifaces: {:?} (up to {} device names, comma-separated)\n", e, sfc::IFACES_MAX);
+            EINVAL.to_errno()
+        }
+    }
+}
+
+/// `kernel_param_ops.get` of `sfc_ifaces`: the names, comma-separated.
+unsafe extern "C" fn hpcc_ifaces_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+    use core::fmt::Write;
+    if buffer.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the parameter core passes a PAGE_SIZE buffer (at least 4 KiB).
+    let buf = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), 4096) };
+    let mut w = BufWriter { buf, n: 0 };
+    let ifaces = SFC_LISTS.with(|l| l.ifaces);
+    for (i, name) in ifaces.names().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let _ = write!(w, "{sep}{}", core::str::from_utf8(name).unwrap_or("?"));
+    }
+    let _ = w.write_str("\n");
+    c_int::try_from(w.n.min(4095)).unwrap_or(0)
+}
+
+/// The ops of `sfc_ifaces`.
+static IFACES_PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
+    flags: 0,
+    set: Some(hpcc_ifaces_set),
+    get: Some(hpcc_ifaces_get),
     free: None,
 };

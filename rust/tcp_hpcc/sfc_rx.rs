@@ -10,18 +10,28 @@
 //! * With `sfc_enable` 0 (the default) a signal is counted
 //!   (`sfc_disabled`) and passed on untouched, as if the module were not
 //!   there.
-//! * Enabled: it is consumed; the first failed rule is counted (TTL,
-//!   access list, the netns's token bucket, header, flow, sequence
-//!   window) and changes nothing; else the flow's departure clock moves to
-//!   now + pause (clamped), at once when no process owns the socket, or at
-//!   its next ACK; and the next ACK cuts the window (`sfc_window_cut`).
-//! * With `sfc_scope` 1, a signal for a TCP flow of another congestion
-//!   control (its sequence number checked against that socket's window)
-//!   or for a UDP flow puts the flow in the netns's pause table; the
-//!   egress hook (`probe_tx`) then gives each of its packets a departure
-//!   time no earlier than the deadline, which sch_fq honours.
+//! * Enabled: it is consumed; the core's rules ([`sfc::Rules::admit`])
+//!   decide from the datagram and from what the kernel knows of its
+//!   arrival (device, loopback, tunnel, whether the source is a local
+//!   address), and the first failed rule is counted and changes nothing.
+//!   The signal must then name a local socket's tuple: an hpcc flow, or
+//!   with `sfc_scope` 1 another TCP socket (its sequence number checked
+//!   against that socket's window) or a UDP socket. An hpcc flow's
+//!   departure clock moves to now + pause (clamped), at once when no
+//!   process owns the socket, or at its next ACK; and the next ACK cuts the
+//!   window (`sfc_window_cut`). Another flow is put in the netns's pause
+//!   table; the egress hook (`probe_tx`) then gives each packet that a
+//!   socket of this netns sends on it a departure time no earlier than the
+//!   deadline, which sch_fq honours.
 //! * Every signal fires the `tcp_hpcc:hpcc_sfc` tracepoint with its
 //!   outcome.
+//!
+//! Context: the LOCAL_IN hook runs in softirq, or in the process context
+//! of an NFQUEUE verdict with bottom halves on. So every lock here is
+//! taken with bottom halves off: the netns's SFC lock (`spin_lock_bh`)
+//! and the socket's (`LockedSock`: `local_bh_disable()` then
+//! `bh_lock_sock()`). Readers of the knobs and lists never wait
+//! (`params`), and the egress hook reads the pause table lock-free.
 //!
 //! The hook holds `rcu_read_lock()`; the flow is found in the flow table,
 //! its socket through TCP's own lookup, and the socket is touched only
@@ -37,7 +47,6 @@ use crate::params;
 use crate::sock::LockedSock;
 use crate::stats::{inc, Counter};
 use core::net::IpAddr;
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// What the hook does with the packet.
 pub(crate) enum Verdict {
@@ -50,13 +59,74 @@ pub(crate) enum Verdict {
 fn counter(r: Reject) -> Counter {
     match r {
         Reject::Disabled => Counter::SfcDisabled,
+        Reject::BadUdp => Counter::SfcBadUdp,
+        Reject::BadSource => Counter::SfcBadSource,
+        Reject::Loopback => Counter::SfcLoopback,
+        Reject::Tunnel => Counter::SfcTunnel,
+        Reject::Iface => Counter::SfcIface,
         Reject::Ttl => Counter::SfcTtl,
         Reject::Acl => Counter::SfcAcl,
+        Reject::LocalSource => Counter::SfcLocalSource,
         Reject::RateLimited => Counter::SfcRateLimited,
         Reject::Truncated => Counter::SfcTruncated,
         Reject::BadHeader => Counter::SfcBadHeader,
         Reject::NoFlow => Counter::SfcNoFlow,
         Reject::SeqOutOfWindow => Counter::SfcSeq,
+        Reject::Duplicate => Counter::SfcDuplicate,
+        Reject::TableFull => Counter::SfcTableFull,
+        Reject::SourceQuota => Counter::SfcSourceQuota,
+    }
+}
+
+/// The tracepoint's outcome code of a refusal (one per [`Reject`]).
+fn reject_code(r: Reject) -> u32 {
+    match r {
+        Reject::Disabled => bindings::hpcc_sfc_outcome_HPCC_SFC_DISABLED,
+        Reject::BadUdp => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_UDP,
+        Reject::BadSource => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_SOURCE,
+        Reject::Loopback => bindings::hpcc_sfc_outcome_HPCC_SFC_LOOPBACK,
+        Reject::Tunnel => bindings::hpcc_sfc_outcome_HPCC_SFC_TUNNEL,
+        Reject::Iface => bindings::hpcc_sfc_outcome_HPCC_SFC_IFACE,
+        Reject::Ttl => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_TTL,
+        Reject::Acl => bindings::hpcc_sfc_outcome_HPCC_SFC_NOT_IN_ACL,
+        Reject::LocalSource => bindings::hpcc_sfc_outcome_HPCC_SFC_LOCAL_SOURCE,
+        Reject::RateLimited => bindings::hpcc_sfc_outcome_HPCC_SFC_RATE_LIMITED,
+        Reject::Truncated => bindings::hpcc_sfc_outcome_HPCC_SFC_TRUNCATED,
+        Reject::BadHeader => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_HEADER,
+        Reject::NoFlow => bindings::hpcc_sfc_outcome_HPCC_SFC_NO_FLOW,
+        Reject::SeqOutOfWindow => bindings::hpcc_sfc_outcome_HPCC_SFC_SEQ_OUT_OF_WINDOW,
+        Reject::Duplicate => bindings::hpcc_sfc_outcome_HPCC_SFC_DUPLICATE,
+        Reject::TableFull => bindings::hpcc_sfc_outcome_HPCC_SFC_PAUSE_TABLE_FULL,
+        Reject::SourceQuota => bindings::hpcc_sfc_outcome_HPCC_SFC_SOURCE_QUOTA,
+    }
+}
+
+/// What became of an accepted signal.
+#[derive(Clone, Copy)]
+enum Taken {
+    /// An hpcc flow's departure clock moved.
+    Applied,
+    /// An hpcc flow's socket was owned by a process: at its next ACK.
+    Deferred,
+    /// Another flow, held at egress (`sfc_scope` 1).
+    Egress,
+}
+
+impl Taken {
+    fn counter(self) -> Counter {
+        match self {
+            Taken::Applied => Counter::SfcApplied,
+            Taken::Deferred => Counter::SfcDeferred,
+            Taken::Egress => Counter::SfcAppliedEgress,
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            Taken::Applied => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED,
+            Taken::Deferred => bindings::hpcc_sfc_outcome_HPCC_SFC_DEFERRED,
+            Taken::Egress => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED_EGRESS,
+        }
     }
 }
 
@@ -67,97 +137,40 @@ fn bytes16(a: IpAddr) -> [u8; 16] {
     }
 }
 
-/// Runs `f` under the shim's SFC lock (the netns's token bucket and
-/// pause table live under it).
-fn locked<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: no preconditions; paired with the unlock below (`f` does not
-    // unwind: the kernel aborts on panic).
-    unsafe { bindings::hpcc_sfc_lock() };
-    let r = f();
-    // SAFETY: taken above.
-    unsafe { bindings::hpcc_sfc_unlock() };
-    r
+/// The keyed hash of a signal's source (its bucket, its pause quota).
+fn source_key(src: IpAddr) -> u64 {
+    table::keyed_hash(&bytes16(src))
 }
 
-/// The netns's token bucket, under the shim's lock.
-fn admit(net: NetRef, rules: &sfc::Rules, ttl: u8, src: IpAddr, now: u64) -> Result<(), Reject> {
-    // The other rules first, without the lock: refused senders never take it.
-    rules.check_sender(ttl, src)?;
-    // SAFETY: the bucket is only touched under the lock `locked` holds.
-    let ok = locked(|| unsafe { &mut *net.state().sfc_bucket.get() }.admit(now, rules.rate, rules.burst));
-    if ok {
-        Ok(())
-    } else {
-        Err(Reject::RateLimited)
+/// What the kernel knows of `rx`'s arrival, as the core reads it.
+///
+/// # Safety
+///
+/// `rx` is the live skb of the calling hook in `net`, under its RCU read
+/// lock.
+unsafe fn arrival(net: NetRef, rx: *const bindings::sk_buff) -> sfc::Arrival {
+    // SAFETY: a plain C struct of integers and bytes: all zeroes is valid.
+    let mut a: bindings::hpcc_sfc_arrival = unsafe { core::mem::zeroed() };
+    // SAFETY: caller contract; `a` is a valid, writable struct.
+    unsafe { bindings::hpcc_sfc_arrival(net.as_ptr(), rx, &mut a) };
+    let mut ifname = [0u8; sfc::IFNAME_MAX + 1];
+    for (d, s) in ifname.iter_mut().zip(a.ifname.iter()) {
+        *d = *s as u8;
     }
-}
-
-/// Holds flow `k` at egress until `until` (`sfc_scope` 1): false if the
-/// netns's pause table is full of other live pauses.
-fn pause_at_egress(net: NetRef, k: FlowKey, until: u64, now: u64) -> bool {
-    let st = net.state();
-    locked(|| {
-        // SAFETY: the table is only touched under the lock `locked` holds.
-        let t = unsafe { &mut *st.sfc_pauses.get() };
-        let ok = t.insert(k, until, now);
-        st.sfc_pause_latest.store(t.latest(), Release);
-        ok
-    })
-}
-
-/// The egress hook's question: the deadline of the flow `k` of an
-/// outgoing packet of `net`, if it is paused at `now`.
-pub(crate) fn egress_until(net: NetRef, k: &FlowKey, now: u64) -> Option<u64> {
-    let st = net.state();
-    let latest = st.sfc_pause_latest.load(Acquire);
-    if latest <= now {
-        // All over: back to the hook's clock-free fast path, unless a new
-        // pause came in meanwhile (it stored a later deadline).
-        let _ = st.sfc_pause_latest.compare_exchange(latest, 0, Relaxed, Relaxed);
-        return None;
-    }
-    // SAFETY: the table is only touched under the lock `locked` holds.
-    locked(|| unsafe { &*st.sfc_pauses.get() }.until(k, now))
-}
-
-/// Whether anything may be paused at egress in `net`: one atomic load,
-/// before the hook reads the clock or the packet (false again once the
-/// last pause is over and a packet has seen it).
-#[inline]
-pub(crate) fn egress_active(net: NetRef) -> bool {
-    net.state().sfc_pause_latest.load(Acquire) != 0
-}
-
-/// The tracepoint's outcome code of a counted outcome.
-fn outcome_code(c: Counter) -> u8 {
-    let o = match c {
-        Counter::SfcApplied => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED,
-        Counter::SfcDeferred => bindings::hpcc_sfc_outcome_HPCC_SFC_DEFERRED,
-        Counter::SfcDisabled => bindings::hpcc_sfc_outcome_HPCC_SFC_DISABLED,
-        Counter::SfcTtl => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_TTL,
-        Counter::SfcAcl => bindings::hpcc_sfc_outcome_HPCC_SFC_NOT_IN_ACL,
-        Counter::SfcRateLimited => bindings::hpcc_sfc_outcome_HPCC_SFC_RATE_LIMITED,
-        Counter::SfcTruncated => bindings::hpcc_sfc_outcome_HPCC_SFC_TRUNCATED,
-        Counter::SfcBadHeader => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_HEADER,
-        Counter::SfcSeq => bindings::hpcc_sfc_outcome_HPCC_SFC_SEQ_OUT_OF_WINDOW,
-        Counter::SfcAppliedEgress => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED_EGRESS,
-        Counter::SfcTableFull => bindings::hpcc_sfc_outcome_HPCC_SFC_PAUSE_TABLE_FULL,
-        _ => bindings::hpcc_sfc_outcome_HPCC_SFC_NO_FLOW,
-    };
-    o as u8
+    sfc::Arrival { loopback: a.loopback != 0, tunneled: a.tunneled != 0, ifname }
 }
 
 /// Handles a packet whose IP header passed `sfc::is_candidate`: `pkt` is
 /// its first bytes (at least `sfc::MAX_SIGNAL_PACKET` if it is that long),
-/// `rx` the hook's skb.
+/// `pkt_len` its whole length, `rx` the hook's skb.
 ///
 /// # Safety
 ///
 /// Called from the netfilter hook of `net` with its live skb `rx`, under
 /// the hook's `rcu_read_lock()`.
-pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8], now: u64) -> Verdict {
+pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8], pkt_len: usize, now: u64) -> Verdict {
     // Foreign UDP traffic pays for one knob and a header compare only.
-    let Some(i) = sfc::incoming(pkt, params::sfc_port()) else { return Verdict::Pass };
+    let Some(i) = sfc::incoming(pkt, pkt_len, params::sfc_port()) else { return Verdict::Pass };
     if !sfc::recognize(i.payload) {
         return Verdict::Pass;
     }
@@ -166,8 +179,19 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
     let mut rec: bindings::hpcc_sfc_trace_rec = unsafe { core::mem::zeroed() };
     rec.src = bytes16(i.src);
     let rules = params::sfc_rules(&params::knobs());
-    let outcome = admit(net, &rules, i.ttl, i.src, now).and_then(|()| {
-        let s = sfc::parse(i.payload)?;
+    // SAFETY: caller contract (hook, RCU read lock, live skb).
+    let arrived = if rules.enabled { unsafe { arrival(net, rx) } } else { sfc::Arrival::default() };
+    let is_local = |src: IpAddr| {
+        let a = bytes16(src);
+        // SAFETY: caller contract; `a` is a 16-byte array the shim only reads.
+        unsafe { bindings::hpcc_addr_is_local(net.as_ptr(), rx, a.as_ptr()) }
+    };
+    let st = net.state();
+    let take_token = |src: IpAddr| {
+        let key = source_key(src);
+        st.sfc_locked(|buckets, _| buckets.admit(key, now, rules.rate, rules.burst))
+    };
+    let outcome = rules.admit(&i, &arrived, is_local, take_token).and_then(|s| {
         rec.laddr = bytes16(s.saddr);
         rec.raddr = bytes16(s.daddr);
         rec.lport = s.sport;
@@ -177,13 +201,16 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
         rec.qlen = s.qlen;
         rec.pause_ns = s.pause_ns;
         // SAFETY: caller contract (hook, RCU read lock, live skb).
-        let (c, applied) = unsafe { apply(net, rx, &rules, &s, now) }?;
+        let (t, applied) = unsafe { apply(net, rx, &rules, &s, source_key(i.src), now) }?;
         rec.applied_ns = applied;
-        Ok(c)
+        Ok(t)
     });
-    let c = outcome.unwrap_or_else(counter);
+    let (c, code) = match outcome {
+        Ok(t) => (t.counter(), t.code()),
+        Err(r) => (counter(r), reject_code(r)),
+    };
     inc(net, c);
-    rec.outcome = outcome_code(c);
+    rec.outcome = code as u8;
     // SAFETY: `rec` is a valid record the tracepoint only reads during the call.
     unsafe { bindings::hpcc_trace_sfc(&rec) };
     if matches!(outcome, Err(Reject::Disabled)) {
@@ -193,8 +220,31 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
     }
 }
 
-/// Pauses the hpcc flow a valid signal names: the counter of the outcome
-/// and the pause applied (ns).
+/// Holds the flow a signal names at egress until `now + pause`
+/// (`sfc_scope` 1).
+fn pause_at_egress(net: NetRef, s: &sfc::Signal, source: u64, pause: u64, now: u64) -> Result<(Taken, u64), Reject> {
+    let k = FlowKey::of_signal(s);
+    let hash = table::keyed_hash(&k.bytes());
+    let until = now.saturating_add(pause);
+    net.state().sfc_locked(|_, pauses| pauses.insert(&k, hash, until, now, source, s))?;
+    Ok((Taken::Egress, pause))
+}
+
+/// The egress hook's question: the deadline of the flow `k` of an
+/// outgoing packet of `net`, if it is paused at `now` (lock-free).
+pub(crate) fn egress_until(net: NetRef, k: &FlowKey, now: u64) -> Option<u64> {
+    net.state().sfc_pauses.until(k, table::keyed_hash(&k.bytes()), now)
+}
+
+/// Whether anything may be paused at egress in `net`: one atomic load,
+/// before the hook reads the clock or the packet.
+#[inline]
+pub(crate) fn egress_active(net: NetRef) -> bool {
+    net.state().sfc_pauses.marked()
+}
+
+/// Pauses the flow a valid signal names: what became of it and the pause
+/// applied (ns).
 ///
 /// # Safety
 ///
@@ -204,22 +254,22 @@ unsafe fn apply(
     rx: *const bindings::sk_buff,
     rules: &sfc::Rules,
     s: &sfc::Signal,
+    source: u64,
     now: u64,
-) -> Result<(Counter, u64), Reject> {
-    let egress = |pause: u64| {
-        let until = now.saturating_add(pause);
-        if pause_at_egress(net, FlowKey::of_signal(s), until, now) {
-            Ok((Counter::SfcAppliedEgress, pause))
-        } else {
-            Ok((Counter::SfcTableFull, 0))
-        }
-    };
-    if s.l4proto != sfc::IPPROTO_TCP {
-        // A UDP flow: never hpcc's; it has no window to check.
-        return rules.check_other_flow(s, None).and_then(egress);
-    }
+) -> Result<(Taken, u64), Reject> {
     // The data packet's source is this host: the flow's local end.
     let t = Tuple { saddr: bytes16(s.saddr), daddr: bytes16(s.daddr), sport: s.sport, dport: s.dport };
+    if s.l4proto != sfc::IPPROTO_TCP {
+        // A UDP flow: never hpcc's; it has no window to check, but it
+        // must be a local socket's.
+        let pause = rules.check_other_flow(s, None)?;
+        // SAFETY: caller contract: the hook's netns and skb, under RCU;
+        // the family of `t` is the packet's (`Rules::admit`).
+        let exists = unsafe {
+            bindings::hpcc_udp_sock_exists(net.as_ptr(), rx, t.saddr.as_ptr(), t.sport.to_be(), t.daddr.as_ptr(), t.dport.to_be())
+        };
+        return if exists { pause_at_egress(net, s, source, pause, now) } else { Err(Reject::NoFlow) };
+    }
     // SAFETY: caller contract: the hook's netns and skb, under RCU.
     let mut sk = unsafe { LockedSock::find(net, rx, &t) }.ok_or(Reject::NoFlow)?;
     // SAFETY: the hook holds rcu_read_lock() for this whole call.
@@ -228,14 +278,17 @@ unsafe fn apply(
             if !flow.owned_by(sk.as_sock()) {
                 return None;
             }
-            Some(rules.check_flow(s, Some(sk.window())).map(|pause| {
+            Some(rules.check_flow(s, Some(sk.window())).and_then(|pause| {
+                if !flow.first_signal(&sk, s) {
+                    return Err(Reject::Duplicate);
+                }
                 let until = now.saturating_add(pause);
                 let applied = sk.pause_until(until);
                 if applied {
                     flow.view.set_pause(until);
                 }
                 flow.sfc.put(now, s.qlen, s.speed, (!applied).then_some(until));
-                (if applied { Counter::SfcApplied } else { Counter::SfcDeferred }, pause)
+                Ok((if applied { Taken::Applied } else { Taken::Deferred }, pause))
             }))
         })
     }
@@ -246,5 +299,5 @@ unsafe fn apply(
     // A TCP flow of another congestion control.
     let pause = rules.check_other_flow(s, Some(sk.window()));
     drop(sk);
-    pause.and_then(egress)
+    pause.and_then(|p| pause_at_egress(net, s, source, p, now))
 }

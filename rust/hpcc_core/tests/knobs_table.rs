@@ -3,7 +3,7 @@
 //! and their `modinfo` descriptions). `HPCC_UPDATE_README=1 cargo test -p
 //! hpcc-core --test knobs_table` rewrites it.
 
-use hpcc_core::knobs::{KnobInfo, Knobs, ACL_KNOB, TABLE};
+use hpcc_core::knobs::{KnobInfo, Knobs, ACL_KNOB, IFACES_KNOB, TABLE};
 use std::path::PathBuf;
 
 const BEGIN: &str = "<!-- knobs: generated from rust/hpcc_core/knobs.rs (rust/hpcc_core/tests/knobs_table.rs) -->";
@@ -16,7 +16,7 @@ fn row(k: &KnobInfo) -> String {
 
 fn table() -> String {
     let mut out = vec![BEGIN.to_string(), "| parameter | meaning | range | default |".into(), "| --- | --- | --- | --- |".into()];
-    out.extend(TABLE.iter().chain([&ACL_KNOB]).map(row));
+    out.extend(TABLE.iter().chain([&ACL_KNOB, &IFACES_KNOB]).map(row));
     out.push(END.into());
     out.join("\n")
 }

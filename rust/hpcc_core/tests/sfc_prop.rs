@@ -20,9 +20,11 @@ use std::collections::HashMap;
 use hpcc_ref::gen::Rng;
 
 #[allow(clippy::too_many_arguments)]
-fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64, n: f64) -> f64 {
+fn reference(w_ref: f64, w: f64, q: f64, rate_bps: f64, t_ns: f64, eta: f64, min_w: f64, n: f64, floor: f64) -> f64 {
     let bdp = (rate_bps / 8.0 * t_ns / 1e9).floor().min((1u64 << 43) as f64);
+    let q = if bdp > 0.0 { q.min(bdp * sfc::MAX_QUEUE_BDPS as f64) } else { q };
     let mut cut = if bdp + q > 0.0 { w_ref * eta * bdp / (bdp + q) } else { 0.0 };
+    cut = cut.max(floor);
     if n > 0.0 {
         cut = cut.min(eta * bdp / n);
     }
@@ -43,6 +45,7 @@ fn window_cut_matches_f64_reference() {
         let mut c = WindowCut::default();
         let mut now = rng.range(0, 1 << 40);
         let (mut round_ref, mut round_end, mut hold_end, mut renew, mut quiet_ns) = (0u32, 0u64, 0u64, false, 0u64);
+        let (mut anchor, mut confirmed, mut rounds) = (0u32, false, 0u8);
         for _ in 0..50 {
             now += rng.range(0, 2 * t);
             if rng.chance(0.5) {
@@ -50,21 +53,37 @@ fn window_cut_matches_f64_reference() {
                 let congested = rng.chance(0.5);
                 c.on_sample(congested);
                 renew |= congested;
+                confirmed |= congested;
             }
             let q = rng.log_uniform(1.0, 4e9) as u32;
             let n = if rng.chance(0.5) { 0 } else { rng.range(1, 2000) as u16 };
             // The signals' silence before this one (0: not measured).
             let gap = if rng.chance(0.3) { 0 } else { rng.log_uniform(1.0, 4.0 * t as f64) as u64 };
-            if round_ref == 0 || (now >= hold_end && (gap == 0 || gap >= quiet_ns)) || (now >= round_end && renew) {
+            // Signals alone: no deeper than 1/MAX_UNCONFIRMED_CUT of the
+            // largest window since telemetry last confirmed congestion, in
+            // at most MAX_UNCONFIRMED_ROUNDS rounds.
+            if confirmed || anchor == 0 {
+                (anchor, confirmed, rounds) = (w, false, 0);
+            } else {
+                anchor = anchor.max(w);
+            }
+            let quiet = gap == 0 || gap >= quiet_ns;
+            if round_ref == 0
+                || (rounds < sfc::MAX_UNCONFIRMED_ROUNDS && ((now >= hold_end && quiet) || (now >= round_end && renew)))
+            {
                 round_ref = w;
                 round_end = now + t;
                 renew = false;
+                rounds += 1;
             }
-            let drain = sfc::drain_ns(q, rate as u64).min(u64::from(sfc::MAX_PAUSE_US) * 1000);
+            let bdp = (rate / 8.0 * t as f64 / 1e9).floor() as u64;
+            let q_eff = if bdp == 0 { q } else { u64::from(q).min(bdp * sfc::MAX_QUEUE_BDPS).min(u64::from(u32::MAX)) as u32 };
+            let drain = sfc::drain_ns(q_eff, rate as u64).min(u64::from(sfc::MAX_PAUSE_US) * 1000);
             hold_end = hold_end.max(now + drain + t);
             quiet_ns = drain + t;
             let got = c.on_signal(w, q, rate as u64, t, eta, min_w, now, n, gap);
-            let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64, n as f64);
+            let floor = f64::from(anchor / sfc::MAX_UNCONFIRMED_CUT);
+            let want = reference(round_ref as f64, w as f64, q as f64, rate, t as f64, eta as f64 / 1e6, min_w as f64, n as f64, floor);
             let err = (got as f64 - want).abs();
             assert!(err <= 2.0 + want * 1e-12, "case {case}: got {got}, want {want}");
             worst = worst.max(err);
@@ -196,29 +215,57 @@ fn egress_parser_takes_random_bytes() {
 
 #[test]
 fn pause_table_matches_a_model() {
+    // Every pause the table takes it holds until its deadline, extended
+    // never shortened; it refuses one only when the source holds its
+    // share, or every slot the key may use is live.
     let mut rng = Rng::new(0x9a5e);
     for _ in 0..200 {
-        let mut t = PauseTable::default();
-        let mut model: HashMap<u16, u64> = HashMap::new();
+        let t = PauseTable::default();
+        let mut model: HashMap<u16, (u64, u64)> = HashMap::new(); // flow -> (deadline, source)
         let mut now = rng.range(0, 1 << 40);
         let flows = rng.range(1, 3 * sfc::PAUSE_SLOTS as u64) as u16;
+        let sig = Signal {
+            saddr: "10.1.1.1".parse().unwrap(),
+            daddr: "10.0.2.1".parse().unwrap(),
+            l4proto: sfc::IPPROTO_UDP,
+            sport: 1,
+            dport: 2,
+            speed: 12,
+            pause_ns: 0,
+            qlen: 0,
+            switch_id: 1,
+            port_id: 1,
+            seq: 0,
+        };
+        let hash = |f: u16| u64::from(f).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7;
         for _ in 0..2000 {
             now += rng.range(0, 2000);
             let f = rng.range(0, u64::from(flows)) as u16;
             let k = FlowKey { proto: sfc::IPPROTO_UDP, sport: f, ..FlowKey::default() };
+            model.retain(|_, (u, _)| *u > now);
             if rng.range(0, 1) == 0 {
                 let until = now + rng.range(0, 10_000);
-                model.retain(|_, u| *u > now);
-                let room = model.len() < sfc::PAUSE_SLOTS || model.contains_key(&f);
-                assert_eq!(t.insert(k, until, now), room, "insert refused only when full");
-                if room {
-                    let e = model.entry(f).or_insert(0);
-                    *e = (*e).max(until);
+                let src = rng.range(0, 7);
+                match t.insert(&k, hash(f), until, now, src, &sig) {
+                    Ok(()) => {
+                        let e = model.entry(f).or_insert((0, src));
+                        e.0 = e.0.max(until);
+                    }
+                    Err(sfc::Reject::SourceQuota) => {
+                        assert!(!model.contains_key(&f));
+                        let held = model.values().filter(|(_, s)| *s == src).count();
+                        assert_eq!(held, sfc::PAUSES_PER_SOURCE, "quota refused below the share");
+                    }
+                    Err(sfc::Reject::TableFull) => {
+                        assert!(!model.contains_key(&f));
+                        assert!(model.len() >= sfc::PAUSE_PROBE, "full with {} live", model.len());
+                    }
+                    Err(e) => panic!("{e:?}"),
                 }
             }
-            let want = model.get(&f).copied().filter(|&u| u > now);
-            assert_eq!(t.until(&k, now), want);
-            assert!(model.values().all(|&u| u <= t.latest()));
+            let want = model.get(&f).map(|(u, _)| *u).filter(|&u| u > now);
+            assert_eq!(t.until(&k, hash(f), now), want);
+            assert!(model.values().all(|&(u, _)| u <= t.latest() || t.latest() == 0 && u <= now));
         }
     }
 }
