@@ -201,6 +201,19 @@ def segments(wire):
     return max(1, -(-wire // 1514))
 
 
+# Bytes of headers per segment on the wire: Ethernet 14, TCP 20 with
+# timestamps 12, and IPv4 20 or IPv6 40.
+HDR = {4: 66, 6: 86}
+MSS = {4: 1448, 6: 1428}
+
+
+def victim_fair_us(rpc, senders, rate_bps, rtt_us, family=4):
+    """The victim's RPC time at a fair share: its RPC's bytes on the wire at
+    1/(N+1) of the port, plus one base RTT (the reply)."""
+    wire = rpc + -(-rpc // MSS[family]) * HDR[family]
+    return round(wire * 8e6 * (senders + 1) / rate_bps + rtt_us, 1)
+
+
 def metrics(log_path, run_path, rate_bps, rtt_us):
     """The incast's numbers (see incast.sh) from the bottleneck's packet log
     (rows: t_ns backlog sport wire dropped) and run's JSON."""

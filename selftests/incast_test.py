@@ -100,6 +100,14 @@ def t_completion_ideal_and_victim():
     return ok, json.dumps(m)
 
 
+def t_victim_fair_share():
+    # 8 KiB over IPv4: 6 segments, 8,588 B on the wire; 16:1 at 100 Mbit/s
+    # is 1/17 of the port: 11,679.7 us, plus a 2 ms base RTT.
+    v4 = incast.victim_fair_us(8192, 16, 100_000_000, 2000)
+    v6 = incast.victim_fair_us(8192, 16, 100_000_000, 2000, family=6)
+    return v4 == 13679.7 and v6 > v4, f"{v4} {v6}"
+
+
 def t_incomplete_run_is_flagged():
     r = run_of([1000, 1000], T0 + 1_000_000)
     r["flows"][1]["got"] = 999
@@ -108,7 +116,8 @@ def t_incomplete_run_is_flagged():
 
 
 TESTS = [t_sizes_repeat_per_repetition, t_back_to_back_link_is_fully_used, t_late_drops_and_queue_windows,
-         t_queue_counts_every_segment, t_completion_ideal_and_victim, t_incomplete_run_is_flagged]
+         t_queue_counts_every_segment, t_completion_ideal_and_victim, t_victim_fair_share,
+         t_incomplete_run_is_flagged]
 
 
 if __name__ == "__main__":
