@@ -301,11 +301,13 @@ pub fn is_candidate(hdr: &[u8]) -> bool {
 /// last byte padded with zero), added to `acc`, unfolded.
 fn ones_sum(b: &[u8], mut acc: u64) -> u64 {
     let mut it = b.chunks_exact(2);
+    // At most 2^16 words of 2^16 each (a datagram's length fits 16 bits):
+    // far below 2^64, so wrapping never wraps.
     for w in &mut it {
-        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
+        acc = acc.wrapping_add(u64::from(u16::from_be_bytes([w[0], w[1]])));
     }
     if let [x] = it.remainder() {
-        acc += u64::from(*x) << 8;
+        acc = acc.wrapping_add(u64::from(*x) << 8);
     }
     acc
 }
@@ -324,10 +326,10 @@ pub fn udp_checksum_ok(src: IpAddr, dst: IpAddr, udp: &[u8]) -> bool {
         (IpAddr::V6(s), IpAddr::V6(d)) => ones_sum(&d.octets(), ones_sum(&s.octets(), 0)),
         _ => return false,
     };
-    acc += u64::from(IPPROTO_UDP) + u64::from(len);
+    acc = acc.wrapping_add(u64::from(IPPROTO_UDP)).wrapping_add(u64::from(len));
     acc = ones_sum(udp, acc);
     while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
+        acc = (acc & 0xffff).wrapping_add(acc >> 16);
     }
     acc == 0xffff
 }
@@ -433,7 +435,7 @@ impl IfaceList {
     /// list.
     pub fn parse(s: &str) -> Result<Self, IfaceError> {
         let mut l = IfaceList::default();
-        for name in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        for name in s.split(|c: char| c == ',').map(str::trim).filter(|x| !x.is_empty()) {
             let b = name.as_bytes();
             let valid = b.len() <= IFNAME_MAX
                 && name != "."
@@ -536,7 +538,7 @@ impl Acl {
     /// empty list.
     pub fn parse(s: &str) -> Result<Self, AclError> {
         let mut acl = Acl::default();
-        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        for item in s.split(|c: char| c == ',').map(str::trim).filter(|x| !x.is_empty()) {
             let (a, l) = match item.split_once('/') {
                 Some((a, l)) => (a.trim(), Some(l.trim())),
                 None => (item, None),
@@ -608,6 +610,34 @@ impl Acl {
             IpAddr::V6(v6) => (u128::from(v6), false),
         };
         self.p.get(..self.n).unwrap_or(&[]).iter().any(|p| p.is_v4() == v4 && v & mask(p.len) == p.addr)
+    }
+}
+
+/// The list as `sfc_acl` reads back: `ADDR/LEN` prefixes, comma-separated
+/// (what [`Acl::parse`] takes).
+impl core::fmt::Display for Acl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, p) in self.p.get(..self.n).unwrap_or(&[]).iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let v6 = Ipv6Addr::from(p.addr);
+            match v6.to_ipv4_mapped() {
+                Some(v4) if p.is_v4() => write!(f, "{sep}{v4}/{}", p.len.saturating_sub(96))?,
+                _ => write!(f, "{sep}{v6}/{}", p.len)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The list as `sfc_ifaces` reads back: names, comma-separated (what
+/// [`IfaceList::parse`] takes).
+impl core::fmt::Display for IfaceList {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, name) in self.names().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep}{}", core::str::from_utf8(name).unwrap_or("?"))?;
+        }
+        Ok(())
     }
 }
 
@@ -705,7 +735,7 @@ impl ReplayFilter {
         if let Some(slot) = self.seen.get_mut(usize::from(self.next)) {
             *slot = id;
         }
-        self.next = (self.next + 1) % REPLAY_SLOTS as u8;
+        self.next = self.next.wrapping_add(1) % REPLAY_SLOTS as u8;
         self.n = self.n.saturating_add(1).min(REPLAY_SLOTS as u8);
         true
     }
@@ -1205,7 +1235,7 @@ impl Default for PauseTable {
 impl PauseTable {
     fn slots(&self, hash: u64) -> impl Iterator<Item = &PauseSlot> {
         let start = (hash % PAUSE_SLOTS as u64) as usize;
-        (0..PAUSE_PROBE).filter_map(move |j| self.e.get((start + j) % PAUSE_SLOTS))
+        (0..PAUSE_PROBE).filter_map(move |j| self.e.get(start.wrapping_add(j) % PAUSE_SLOTS))
     }
 
     /// Holds flow `k` (keyed hash `hash`) until `until` (ns; a later
@@ -1223,14 +1253,18 @@ impl PauseTable {
                 let sp = (u64::from(s.switch_id) << 16) | u64::from(s.port_id);
                 let dup = s.l4proto == IPPROTO_TCP
                     && e.last_switch_port.load(Relaxed) == sp
-                    && e.last_seq.load(Relaxed) == u64::from(s.seq) + 1;
+                    && e.last_seq.load(Relaxed) == u64::from(s.seq).wrapping_add(1);
                 if dup {
                     return Err(Reject::Duplicate);
                 }
                 e
             }
             None => {
-                let held = self.e.iter().filter(|e| e.until.load(Relaxed) > now && e.source.load(Relaxed) == source).count();
+                let held = self
+                    .e
+                    .iter()
+                    .filter(|e| e.until.load(Relaxed) > now && e.source.load(Relaxed) == source)
+                    .fold(0usize, |n, _| n.saturating_add(1));
                 if held >= PAUSES_PER_SOURCE {
                     return Err(Reject::SourceQuota);
                 }
@@ -1252,7 +1286,7 @@ impl PauseTable {
         }
         if s.l4proto == IPPROTO_TCP {
             slot.last_switch_port.store((u64::from(s.switch_id) << 16) | u64::from(s.port_id), Relaxed);
-            slot.last_seq.store(u64::from(s.seq) + 1, Relaxed);
+            slot.last_seq.store(u64::from(s.seq).wrapping_add(1), Relaxed);
         } else {
             slot.last_seq.store(0, Relaxed);
         }
@@ -1639,6 +1673,20 @@ mod tests {
         assert_eq!(copy, acl);
         assert_eq!(copy.push(1, 127), Err(AclError::HostBits));
         assert_eq!(copy.push(0, 129), Err(AclError::Syntax));
+    }
+
+    #[test]
+    fn lists_read_back_as_they_parse() {
+        extern crate std;
+        use std::string::ToString;
+        let text = "10.0.0.0/8,fd00:1::/32,192.168.1.7/32,0.0.0.0/0,::/0";
+        let acl = Acl::parse(text).unwrap();
+        assert_eq!(acl.to_string(), text);
+        assert_eq!(Acl::parse(&acl.to_string()), Ok(acl));
+        assert_eq!(Acl::default().to_string(), "");
+        let l = IfaceList::parse("eth0, bond0.100").unwrap();
+        assert_eq!(l.to_string(), "eth0,bond0.100");
+        assert_eq!(IfaceList::parse(&l.to_string()), Ok(l));
     }
 
     #[test]

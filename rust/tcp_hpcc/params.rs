@@ -297,23 +297,52 @@ pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
     }
 }
 
+/// A text parameter's value (`None`: null or not UTF-8).
+///
+/// # Safety
+///
+/// `val` is null or the NUL-terminated string the parameter core passes
+/// to `set`, live for the call.
+unsafe fn param_text<'a>(val: *const c_char) -> Option<&'a str> {
+    // SAFETY: caller contract, checked non-null.
+    (!val.is_null()).then(|| unsafe { CStr::from_ptr(val) }.to_str().ok()).flatten()
+}
+
+/// Replaces one of the SFC lists (writers are serialised by the
+/// parameter core).
+fn update_lists(f: impl FnOnce(&mut SfcLists)) {
+    let mut l = SFC_LISTS.with(|l| *l);
+    f(&mut l);
+    SFC_LISTS.write(l);
+}
+
 /// `kernel_param_ops.set` of `sfc_acl`: the whole list, replaced.
 unsafe extern "C" fn hpcc_acl_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
-    if val.is_null() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: the parameter core passes a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(val) };
-    let Ok(text) = text.to_str() else { return EINVAL.to_errno() };
-    match sfc::Acl::parse(text) {
-        Ok(acl) => {
-            // Writers are serialised by the parameter core.
-            let ifaces = SFC_LISTS.with(|l| l.ifaces);
-            SFC_LISTS.write(SfcLists { acl, ifaces });
+    // SAFETY: the parameter core's `val`.
+    match unsafe { param_text(val) }.map(sfc::Acl::parse) {
+        Some(Ok(acl)) => {
+            update_lists(|l| l.acl = acl);
             0
         }
-        Err(e) => {
+        e => {
+            let e = e.and_then(Result::err);
             pr_warn!("rejected sfc_acl: {:?} (up to {} IPv4/IPv6 prefixes ADDR/LEN, comma-separated)\n", e, sfc::ACL_MAX);
+            EINVAL.to_errno()
+        }
+    }
+}
+
+/// `kernel_param_ops.set` of `sfc_ifaces`: the whole list, replaced.
+unsafe extern "C" fn hpcc_ifaces_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+    // SAFETY: the parameter core's `val`.
+    match unsafe { param_text(val) }.map(sfc::IfaceList::parse) {
+        Some(Ok(ifaces)) => {
+            update_lists(|l| l.ifaces = ifaces);
+            0
+        }
+        e => {
+            let e = e.and_then(Result::err);
+            pr_warn!("rejected sfc_ifaces: {:?} (up to {} device names, comma-separated)\n", e, sfc::IFACES_MAX);
             EINVAL.to_errno()
         }
     }
@@ -337,8 +366,13 @@ impl core::fmt::Write for BufWriter<'_> {
     }
 }
 
-/// `kernel_param_ops.get` of `sfc_acl`: the prefixes, comma-separated.
-unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+/// `kernel_param_ops.get` of a list: what `show` prints of the lists, and
+/// a newline.
+///
+/// # Safety
+///
+/// `buffer` is null or the parameter core's PAGE_SIZE buffer.
+unsafe fn show_list(buffer: *mut c_char, show: impl FnOnce(&SfcLists, &mut BufWriter<'_>) -> core::fmt::Result) -> c_int {
     use core::fmt::Write;
     if buffer.is_null() {
         return EINVAL.to_errno();
@@ -346,17 +380,25 @@ unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::ker
     // SAFETY: the parameter core passes a PAGE_SIZE buffer (at least 4 KiB).
     let buf = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), 4096) };
     let mut w = BufWriter { buf, n: 0 };
-    let acl = SFC_LISTS.with(|l| l.acl);
-    for (i, (addr, len)) in acl.entries().enumerate() {
-        let sep = if i == 0 { "" } else { "," };
-        let v6 = core::net::Ipv6Addr::from(addr);
-        let _ = match v6.to_ipv4_mapped() {
-            Some(v4) if len >= 96 => write!(w, "{sep}{v4}/{}", len - 96),
-            _ => write!(w, "{sep}{v6}/{len}"),
-        };
-    }
+    let lists = SFC_LISTS.with(|l| *l);
+    // BufWriter truncates and never fails.
+    let _ = show(&lists, &mut w);
     let _ = w.write_str("\n");
     c_int::try_from(w.n.min(4095)).unwrap_or(0)
+}
+
+/// `kernel_param_ops.get` of `sfc_acl`: the prefixes, comma-separated.
+unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+    use core::fmt::Write;
+    // SAFETY: the parameter core's buffer.
+    unsafe { show_list(buffer, |l, w| write!(w, "{}", l.acl)) }
+}
+
+/// `kernel_param_ops.get` of `sfc_ifaces`: the names, comma-separated.
+unsafe extern "C" fn hpcc_ifaces_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
+    use core::fmt::Write;
+    // SAFETY: the parameter core's buffer.
+    unsafe { show_list(buffer, |l, w| write!(w, "{}", l.ifaces)) }
 }
 
 /// The ops of `sfc_acl`.
@@ -366,46 +408,6 @@ static ACL_PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
     get: Some(hpcc_acl_get),
     free: None,
 };
-
-/// `kernel_param_ops.set` of `sfc_ifaces`: the whole list, replaced.
-unsafe extern "C" fn hpcc_ifaces_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
-    if val.is_null() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: the parameter core passes a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(val) };
-    let Ok(text) = text.to_str() else { return EINVAL.to_errno() };
-    match sfc::IfaceList::parse(text) {
-        Ok(ifaces) => {
-            // Writers are serialised by the parameter core.
-            let acl = SFC_LISTS.with(|l| l.acl);
-            SFC_LISTS.write(SfcLists { acl, ifaces });
-            0
-        }
-        Err(e) => {
-            pr_warn!("rejected sfc_ifaces: {:?} (up to {} device names, comma-separated)\n", e, sfc::IFACES_MAX);
-            EINVAL.to_errno()
-        }
-    }
-}
-
-/// `kernel_param_ops.get` of `sfc_ifaces`: the names, comma-separated.
-unsafe extern "C" fn hpcc_ifaces_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
-    use core::fmt::Write;
-    if buffer.is_null() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: the parameter core passes a PAGE_SIZE buffer (at least 4 KiB).
-    let buf = unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), 4096) };
-    let mut w = BufWriter { buf, n: 0 };
-    let ifaces = SFC_LISTS.with(|l| l.ifaces);
-    for (i, name) in ifaces.names().enumerate() {
-        let sep = if i == 0 { "" } else { "," };
-        let _ = write!(w, "{sep}{}", core::str::from_utf8(name).unwrap_or("?"));
-    }
-    let _ = w.write_str("\n");
-    c_int::try_from(w.n.min(4095)).unwrap_or(0)
-}
 
 /// The ops of `sfc_ifaces`.
 static IFACES_PARAM_OPS: bindings::kernel_param_ops = bindings::kernel_param_ops {
