@@ -82,15 +82,6 @@ SFC_EV=$HPCC_TR/events/tcp_hpcc/hpcc_sfc/enable
 sfc_trace_on() { hpcc_tracefs && echo >"$HPCC_TR/trace" && echo 1 >"$SFC_EV"; }
 sfc_trace_off() { echo 0 >"$SFC_EV"; grep 'hpcc_sfc: ' "$HPCC_TR/trace" >"$1"; }
 
-# sfc counters of the sender's netns as "name=value" words.
-sfc_counts() { ip netns exec ${HPCC_NS}-s1 cat /proc/net/hpcc_stat | awk '/^sfc_/ { print $1 "=" $2 }'; }
-delta() { # delta BEFORE_FILE AFTER_FILE NAME
-	local a b
-	a=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$1")
-	b=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$2")
-	echo $((${b:-0} - ${a:-0}))
-}
-
 # flow NAME SECS: an hpcc bulk flow hpcc-s1 -> hpcc-rcv for SECS seconds.
 flow() {
 	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
@@ -105,14 +96,14 @@ t_default_off() {
 	echo "sfc_enable=$(cat $P/sfc_enable) sfc_acl='$(cat $P/sfc_acl)'"
 	[ "$(cat $P/sfc_enable)" = 0 ] && [ -z "$(cat $P/sfc_acl)" ] || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
-	sfc_counts >"$OUT/off.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/off.0"
 	flow off 3 || return 1
-	sfc_counts >"$OUT/off.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/off.1"
 	local sent rx dis app
 	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
-	rx=$(delta "$OUT/off.0" "$OUT/off.1" sfc_received)
-	dis=$(delta "$OUT/off.0" "$OUT/off.1" sfc_disabled)
-	app=$(( $(delta "$OUT/off.0" "$OUT/off.1" sfc_applied) + $(delta "$OUT/off.0" "$OUT/off.1" sfc_deferred) ))
+	rx=$(sfc_delta "$OUT/off.0" "$OUT/off.1" sfc_received)
+	dis=$(sfc_delta "$OUT/off.0" "$OUT/off.1" sfc_disabled)
+	app=$(( $(sfc_delta "$OUT/off.0" "$OUT/off.1" sfc_applied) + $(sfc_delta "$OUT/off.0" "$OUT/off.1" sfc_deferred) ))
 	echo "switch sent $sent signals; host received $rx, disabled $dis, applied $app; $(tail -1 "$OUT/off.send")"
 	[ "$sent" -gt 0 ] && [ "$rx" -gt 0 ] && [ "$rx" -le "$sent" ] && [ "$dis" -eq "$rx" ] && [ "$app" -eq 0 ]
 }
@@ -141,17 +132,17 @@ t_enabled() {
 	echo 10.255.0.0/24 >"$P/sfc_acl" && echo eth0 >"$P/sfc_ifaces" && echo 1 >"$P/sfc_enable" || return 1
 	echo "sfc_acl: $(cat $P/sfc_acl)"
 	intsw_reset ${HPCC_NS}-sw1 rcv
-	sfc_counts >"$OUT/on.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/on.0"
 	sfc_trace_on
 	flow on 3 || return 1
 	sfc_trace_off "$OUT/on.trace"
-	sfc_counts >"$OUT/on.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/on.1"
 	local sent rx app def cut
 	sent=$(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent)
-	rx=$(delta "$OUT/on.0" "$OUT/on.1" sfc_received)
-	app=$(delta "$OUT/on.0" "$OUT/on.1" sfc_applied)
-	def=$(delta "$OUT/on.0" "$OUT/on.1" sfc_deferred)
-	cut=$(delta "$OUT/on.0" "$OUT/on.1" sfc_window_cuts)
+	rx=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_received)
+	app=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_applied)
+	def=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_deferred)
+	cut=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_window_cuts)
 	echo "switch sent $sent; host received $rx, applied $app, deferred $def, window cuts $cut;" \
 		"queue p99 $(intsw_get ${HPCC_NS}-sw1 rcv qlen_p99_bytes) B (SFC off: $Q_OFF B); $(tail -1 "$OUT/on.send")"
 	echo "all sfc counters:"; paste -sd' ' "$OUT/on.1"
@@ -172,7 +163,7 @@ t_spoof() {
 	sport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["sport"])' "$OUT/spoof.send")
 	isn=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["isn"])' "$OUT/spoof.send")
 	sleep 1
-	sfc_counts >"$OUT/spoof.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/spoof.0"
 	sfc_trace_on
 	# One process sends all, while the connection is surely up.
 	ip netns exec ${HPCC_NS}-sw1 python3 "$SIG" inject --to 10.1.1.1 --dport $PORT --count 10 \
@@ -183,7 +174,7 @@ t_spoof() {
 		>"$OUT/spoof.inject" || return 1
 	sleep 1
 	sfc_trace_off "$OUT/spoof.trace"
-	sfc_counts >"$OUT/spoof.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/spoof.1"
 	local alive
 	alive=$(ip netns exec ${HPCC_NS}-s1 ss -tnH state established "( sport = :$sport )" | wc -l)
 	echo "connection still established after the injections: $alive"
@@ -195,7 +186,7 @@ t_spoof() {
 		sfc_truncated:10 sfc_bad_header:10 sfc_applied:0 sfc_deferred:0 sfc_window_cuts:0 \
 		sfc_rate_limited:0 sfc_disabled:0; do
 		local got
-		got=$(delta "$OUT/spoof.0" "$OUT/spoof.1" "${n%%:*}")
+		got=$(sfc_delta "$OUT/spoof.0" "$OUT/spoof.1" "${n%%:*}")
 		echo "${n%%:*}: $got (want ${n#*:})"
 		[ "$got" -eq "${n#*:}" ] || ok=1
 	done
@@ -211,7 +202,7 @@ ktap_check "spoofed_and_malformed_counted_never_applied" t_spoof
 t_precision() {
 	echo 0 >"$P/sfc_window_cut" || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
-	sfc_counts >"$OUT/pause.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/pause.0"
 	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
@@ -220,11 +211,11 @@ t_precision() {
 	echo 1 >"$P/sfc_window_cut"
 	[ -s "$OUT/pause.json" ] || return 1
 	wait $k
-	sfc_counts >"$OUT/pause.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/pause.1"
 	python3 "$INTSW_DIR/intsw.py" log "$(intsw_dir ${HPCC_NS}-sw1 rcv)" >"$OUT/pause.log"
-	echo "applied $(delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied), deferred" \
-		"$(delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred); $(cat "$OUT/pause.json")"
-	[ $(($(delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied) + $(delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred))) -eq 1 ] ||
+	echo "applied $(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied), deferred" \
+		"$(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred); $(cat "$OUT/pause.json")"
+	[ $(($(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied) + $(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred))) -eq 1 ] ||
 		return 1
 	python3 - "$OUT/pause.json" "$OUT/pause.log" "$OUT/pause.txt" <<-'EOF'
 		import json, statistics, sys
@@ -262,8 +253,8 @@ ktap_perf_check "injected_5ms_pause_is_a_5ms_gap_on_the_wire" t_precision
 # 5. The tracepoint: one line per signal with the counters' outcome.
 t_trace() {
 	local app def n ok=0
-	app=$(delta "$OUT/on.0" "$OUT/on.1" sfc_applied)
-	def=$(delta "$OUT/on.0" "$OUT/on.1" sfc_deferred)
+	app=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_applied)
+	def=$(sfc_delta "$OUT/on.0" "$OUT/on.1" sfc_deferred)
 	echo "enabled run: $(grep -c ' applied$' "$OUT/on.trace") applied, $(grep -c ' deferred$' "$OUT/on.trace")" \
 		"deferred in the trace; counters $app, $def; e.g."
 	grep -m1 ' applied$' "$OUT/on.trace" | sed 's/^ *//'
@@ -278,7 +269,7 @@ t_trace() {
 		seq_out_of_window:sfc_seq_out_of_window truncated:sfc_truncated bad_header:sfc_bad_header; do
 		local got want
 		got=$(grep -c " ${n%%:*}\$" "$OUT/spoof.trace")
-		want=$(delta "$OUT/spoof.0" "$OUT/spoof.1" "${n#*:}")
+		want=$(sfc_delta "$OUT/spoof.0" "$OUT/spoof.1" "${n#*:}")
 		echo "spoofed: ${n%%:*} $got in the trace, counter $want"
 		[ "$got" -eq "$want" ] && [ "$got" -gt 0 ] || ok=1
 	done
@@ -296,37 +287,37 @@ t_scope() {
 	# (a) cubic, no EDT qdisc on the sender: counted and said once.
 	local warn
 	warn=$(dmesg | grep -c "sfc_scope: no EDT qdisc")
-	sfc_counts >"$OUT/scope.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/scope.0"
 	flow scope-nofq 2 || return 1
-	sfc_counts >"$OUT/scope.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/scope.1"
 	warn=$(($(dmesg | grep -c "sfc_scope: no EDT qdisc") - warn))
-	echo "cubic without fq: applied at egress $(delta "$OUT/scope.0" "$OUT/scope.1" sfc_applied_egress)," \
-		"no EDT qdisc $(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_no_edt_qdisc), held" \
-		"$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_held); messages: $warn"
-	[ "$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_applied_egress)" -gt 0 ] &&
-		[ "$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_no_edt_qdisc)" -gt 0 ] &&
-		[ "$(delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_held)" -eq 0 ] && [ "$warn" -eq 1 ] || ok=1
+	echo "cubic without fq: applied at egress $(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_applied_egress)," \
+		"no EDT qdisc $(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_no_edt_qdisc), held" \
+		"$(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_held); messages: $warn"
+	[ "$(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_applied_egress)" -gt 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_no_edt_qdisc)" -gt 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.0" "$OUT/scope.1" sfc_egress_held)" -eq 0 ] && [ "$warn" -eq 1 ] || ok=1
 	# (b) cubic with sch_fq: held.
 	tc -n ${HPCC_NS}-s1 qdisc replace dev eth0 root fq || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
 	flow scope-fq 3 || return 1
-	sfc_counts >"$OUT/scope.2"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/scope.2"
 	echo "cubic with fq: switch sent $(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent), host applied at egress" \
-		"$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied_egress), held $(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_held)" \
-		"packets, no EDT qdisc $(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc), hpcc-path applied" \
-		"$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied); $(tail -1 "$OUT/scope-fq.send")"
-	[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied_egress)" -gt 0 ] &&
-		[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_held)" -gt 0 ] &&
-		[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc)" -eq 0 ] &&
-		[ "$(delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied)" -eq 0 ] || ok=1
+		"$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied_egress), held $(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_held)" \
+		"packets, no EDT qdisc $(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc), hpcc-path applied" \
+		"$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied); $(tail -1 "$OUT/scope-fq.send")"
+	[ "$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied_egress)" -gt 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_held)" -gt 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_egress_no_edt_qdisc)" -eq 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.1" "$OUT/scope.2" sfc_applied)" -eq 0 ] || ok=1
 	# (c) UDP at twice the port's rate.
 	intsw_reset ${HPCC_NS}-sw1 rcv
 	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" blast 10.0.2.1 9999 2 --mbit 20 >"$OUT/scope-udp.send" || return 1
-	sfc_counts >"$OUT/scope.3"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/scope.3"
 	echo "UDP with fq: switch sent $(intsw_get ${HPCC_NS}-sw1 rcv sfc_signals_sent), host applied at egress" \
-		"$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress), held $(delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held) packets"
-	[ "$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress)" -gt 0 ] &&
-		[ "$(delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held)" -gt 0 ] || ok=1
+		"$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress), held $(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held) packets"
+	[ "$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress)" -gt 0 ] &&
+		[ "$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held)" -gt 0 ] || ok=1
 	echo 0 >"$P/sfc_scope"
 	tc -n ${HPCC_NS}-s1 qdisc del dev eth0 root 2>/dev/null
 	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc
@@ -380,7 +371,7 @@ t_storm() {
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
 	tc -n ${HPCC_NS}-s1 qdisc replace dev eth0 root fq || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
-	sfc_counts >"$OUT/storm.0"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/storm.0"
 	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
@@ -388,7 +379,7 @@ t_storm() {
 		--inject-ns ${HPCC_NS}-sw1 --inject-dev s1 --pause-us 1000 --storm 2 --rate 100000 >"$OUT/storm.json"
 	local rc=$?
 	wait $k
-	sfc_counts >"$OUT/storm.1"
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/storm.1"
 	local hz
 	# tc prints horizon_drops only when not 0.
 	hz=$(tc -s -n ${HPCC_NS}-s1 qdisc show dev eth0 | awk '$1 == "qdisc" && $2 == "fq" { fq = 1 }
@@ -399,7 +390,7 @@ t_storm() {
 	[ $rc -eq 0 ] && [ -s "$OUT/storm.json" ] || { cat "$OUT/storm.json"; return 1; }
 	local c n
 	for c in received rate_limited applied deferred no_flow seq_out_of_window duplicate; do
-		n=$(delta "$OUT/storm.0" "$OUT/storm.1" sfc_$c)
+		n=$(sfc_delta "$OUT/storm.0" "$OUT/storm.1" sfc_$c)
 		eval "s_$c=$n"
 	done
 	python3 - "$OUT/storm.json" "$OUT/storm.log" "$(cat $P/sfc_rate)" "$(cat $P/sfc_burst)" \

@@ -76,15 +76,8 @@ setup() {
 setup >"$OUT/topo.log" 2>&1 || { ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
 ktap_test_pass "topology"
 
-sfc_counts() { ip netns exec "$S1" cat /proc/net/hpcc_stat | awk '/^sfc_/ { print $1 "=" $2 }'; }
-delta() { # delta BEFORE_FILE AFTER_FILE NAME
-	local a b
-	a=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$1")
-	b=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$2")
-	echo $((${b:-0} - ${a:-0}))
-}
 
-sfc_counts >"$OUT/c.0"
+sfc_counts "$S1" >"$OUT/c.0"
 ip netns exec "$S1" taskset -c 0 python3 "$SIG" nfqueue $((SECS + 4)) >"$OUT/nfqueue.json" 2>"$OUT/nfqueue.err" &
 pids+=($!)
 vpid=$!
@@ -110,7 +103,7 @@ ip netns exec "$S1" taskset -c 0 python3 "$SIG" pause 10.0.2.1 $PORT --after 0.5
 storm_rc=$?
 wait "$wpid"
 wait "$vpid"
-sfc_counts >"$OUT/c.1"
+sfc_counts "$S1" >"$OUT/c.1"
 
 t_queue() {
 	cat "$OUT/nfqueue.json" "$OUT/nfqueue.err"
@@ -120,10 +113,10 @@ ktap_check_v "signals_reinjected_by_nfqueue_verdicts" t_queue
 
 t_storm() {
 	local app dup seq rx
-	rx=$(delta "$OUT/c.0" "$OUT/c.1" sfc_received)
-	app=$(( $(delta "$OUT/c.0" "$OUT/c.1" sfc_applied) + $(delta "$OUT/c.0" "$OUT/c.1" sfc_deferred) ))
-	dup=$(delta "$OUT/c.0" "$OUT/c.1" sfc_duplicate)
-	seq=$(delta "$OUT/c.0" "$OUT/c.1" sfc_seq_out_of_window)
+	rx=$(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_received)
+	app=$(( $(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_applied) + $(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_deferred) ))
+	dup=$(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_duplicate)
+	seq=$(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_seq_out_of_window)
 	echo "storm rc $storm_rc: $(cat "$OUT/storm.json"); received $rx; under the socket's lock: applied or" \
 		"deferred $app, duplicates $dup, out of window $seq"
 	[ "$storm_rc" -eq 0 ] && [ "$app" -gt 0 ] && [ $((app + dup + seq)) -gt 100 ]

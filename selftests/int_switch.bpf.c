@@ -545,7 +545,7 @@ static __always_inline __u16 csum_fold32(__u64 sum)
 	return ~sum & 0xffff;
 }
 
-/* The IPv6 pseudo-header for the UDP checksum (RFC 8200 section 8.1). */
+/* The pseudo-headers of the UDP checksum (RFC 768; RFC 8200 section 8.1). */
 struct sfc_pseudo4 {
 	__be32 saddr;
 	__be32 daddr;
@@ -560,6 +560,26 @@ struct sfc_pseudo6 {
 	__be32 len;
 	__be32 nexthdr;
 };
+
+/* Sets @uh's checksum over the pseudo-header @ph (@ph_len bytes, a
+ * multiple of 4), @uh and the signal @h; a signal carries one in both
+ * families (hosts refuse one without). -1 on a helper's error. */
+static __always_inline int sfc_udp_csum(void *ph, __u32 ph_len, struct udphdr *uh,
+					struct hpcc_sfc_hdr *h)
+{
+	__s64 sum = bpf_csum_diff(NULL, 0, ph, ph_len, 0);
+
+	if (sum >= 0)
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)uh, sizeof(*uh), sum);
+	if (sum >= 0)
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)h, sizeof(*h), sum);
+	if (sum < 0)
+		return -1;
+	uh->check = csum_fold32(sum);
+	if (!uh->check)
+		uh->check = 0xffff;
+	return 0;
+}
 
 /*
  * The clsact ingress program of a port with SFC: a clone tagged by
@@ -635,7 +655,6 @@ int int_switch_sfc(struct __sk_buff *skb)
 			goto bad;
 		iph.check = csum_fold32(sum);
 		{
-			/* A UDP checksum in IPv4 too: hosts refuse a signal without one. */
 			struct sfc_pseudo4 ph = {
 				.saddr = iph.saddr,
 				.daddr = iph.daddr,
@@ -643,16 +662,8 @@ int int_switch_sfc(struct __sk_buff *skb)
 				.len = uh.len,
 			};
 
-			sum = bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
-			if (sum >= 0)
-				sum = bpf_csum_diff(NULL, 0, (__be32 *)&uh, sizeof(uh), sum);
-			if (sum >= 0)
-				sum = bpf_csum_diff(NULL, 0, (__be32 *)&h, sizeof(h), sum);
-			if (sum < 0)
+			if (sfc_udp_csum(&ph, sizeof(ph), &uh, &h) < 0)
 				goto bad;
-			uh.check = csum_fold32(sum);
-			if (!uh.check)
-				uh.check = 0xffff;
 		}
 		if (bpf_skb_change_tail(skb, len, 0) < 0 ||
 		    bpf_skb_store_bytes(skb, ETH_HLEN, &iph, sizeof(iph), 0) < 0)
@@ -678,16 +689,8 @@ int int_switch_sfc(struct __sk_buff *skb)
 		__builtin_memcpy(ph.daddr, h.saddr, 16);
 		ph.len = bpf_htonl(sizeof(uh) + HPCC_SFC_LEN);
 		ph.nexthdr = bpf_htonl(IPPROTO_UDP);
-		sum = bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
-		if (sum >= 0)
-			sum = bpf_csum_diff(NULL, 0, (__be32 *)&uh, sizeof(uh), sum);
-		if (sum >= 0)
-			sum = bpf_csum_diff(NULL, 0, (__be32 *)&h, sizeof(h), sum);
-		if (sum < 0)
+		if (sfc_udp_csum(&ph, sizeof(ph), &uh, &h) < 0)
 			goto bad;
-		uh.check = csum_fold32(sum);
-		if (!uh.check)
-			uh.check = 0xffff;
 		if (bpf_skb_change_tail(skb, len, 0) < 0 ||
 		    bpf_skb_store_bytes(skb, ETH_HLEN, &ip6h, sizeof(ip6h), 0) < 0)
 			goto bad;

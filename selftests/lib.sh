@@ -304,6 +304,19 @@ hpcc_stat() {
 	fi | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'
 }
 
+# sfc_counts NS: the sfc_* counters of netns NS as "name=value" lines, for
+# sfc_delta.
+sfc_counts() { ip netns exec "$1" cat /proc/net/hpcc_stat | awk '/^sfc_/ { print $1 "=" $2 }'; }
+
+# sfc_delta BEFORE_FILE AFTER_FILE NAME: how much counter NAME grew
+# between two sfc_counts.
+sfc_delta() {
+	local a b
+	a=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$1")
+	b=$(awk -F= -v k="$3" '$1 == k { print $2 }' "$2")
+	echo $((${b:-0} - ${a:-0}))
+}
+
 # netns_nstat NS KEY: a SNMP/netstat counter of a netns (absolute, 0 if unset).
 netns_nstat() {
 	ip netns exec "$1" nstat -az "$2" 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }'
