@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Guest side of `make run`: load tcp_hpcc with modprobe, allow it
-# (tcp_allowed_congestion_control), select hpcc with sysctl, and run one flow through an emulated INT switch (100 Mbit/s,
-# 2 ms base RTT), so HPCC++ runs on telemetry from the switch.
+# (tcp_allowed_congestion_control), select hpcc with sysctl, and run one
+# flow through an emulated INT switch (100 Mbit/s, 2 ms base RTT), so
+# HPCC++ runs on telemetry from the switch; then cubic through the same
+# link in this boot, printed beside it: the first figure a user sees is
+# the algorithm's, next to what this host carries.
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/int_switch.sh"
@@ -35,19 +38,26 @@ sampler=$!
 r=$(bench_scenario hpcc 1 single "$SECS" select=sysctl tag=main)
 kill "$sampler" 2>/dev/null || true
 wait || true
-python3 - "$r" "$RESULTS/main_job.ss.txt" <<'PY'
-import json, re, sys
+# The same link with cubic, in this boot: what the host itself carries.
+ref=$(bench_scenario cubic 1 single "$SECS" tag=main-cubic)
+python3 - "$r" "$RESULTS/main_job.ss.txt" "$ref" "$RESULTS/bench-main.trace" <<'PY'
+import json, re, statistics, sys
 r = json.loads(sys.argv[1])
 seen = [b for b in open(sys.argv[2]).read().split("--\n") if "cwnd:" in b]
 ss = seen[len(seen) // 2] if seen else ""
 algo = re.search(r"\s(hpcc|cubic|bbr|dctcp|reno)\s", ss)
-cwnd = re.search(r"\bcwnd:(\d+)", ss)
+ref = json.loads(sys.argv[3])
+# cwnd as hpcc set it, from the telemetry samples of the flow's middle half.
+cw = [int(m.group(1)) for m in re.finditer(r"hpcc_sample:.* cwnd=(\d+)", open(sys.argv[4]).read())]
+cw = cw[len(cw) // 4: 3 * len(cw) // 4]
+cwnd = statistics.median(cw) if cw else None
 h = r["hpcc"]
 print(f"algorithm (selected by sysctl, seen by ss -ti): {algo.group(1) if algo else '?'}")
 print(f"bottleneck: {r['rate_mbit']} Mbit/s INT switch, base RTT {r['rtt_us']} us, BDP {r['bdp_bytes']} B")
-print(f"throughput: {r['goodput_mbps']} Mbit/s goodput, link utilization {100 * r['util']:.1f}%")
+print(f"throughput: {r['goodput_mbps']} Mbit/s goodput, link utilization {100 * r['util']:.1f}%"
+      f" (cubic through the same link in this boot: {ref['goodput_mbps']} Mbit/s, {100 * ref['util']:.1f}%)")
 print(f"queue: p50 {r['q_p50_bytes']:.0f} B ({r['q_p50_bytes'] / r['bdp_bytes']:.2f} BDP), "
       f"p99 {r['q_p99_bytes']:.0f} B ({r['q_p99_bytes'] / r['bdp_bytes']:.2f} BDP), drops {r['drops']}")
 print(f"telemetry: {h.get('probes_sent', 0)} probes, {h.get('responses_accepted', 0)} responses accepted, "
-      f"{h.get('samples_applied', 0)} samples applied; mid-flow cwnd {cwnd.group(1) if cwnd else '?'} segs")
+      f"{h.get('samples_applied', 0)} samples applied; mid-flow cwnd {cwnd if cwnd is not None else '?'} segs")
 PY
