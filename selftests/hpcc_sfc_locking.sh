@@ -18,9 +18,10 @@
 #
 # Checks: the verdict loop and the storm ran and signals were applied
 # through the queue; the flow carried data throughout; every writer loop
-# finished; no kernel warning (under `make stress`'s debug kernel that
-# includes lockdep's: a socket lock taken with bottom halves on, where
-# softirq takes it too, is an "inconsistent lock state").
+# finished; where the kernel has kmemleak (make stress), nothing leaked
+# once the module is unloaded; no kernel warning (under `make stress`'s
+# debug kernel that includes lockdep's: a socket lock taken with bottom
+# halves on, where softirq takes it too, is an "inconsistent lock state").
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
@@ -40,7 +41,7 @@ require_root_and_vm
 require_tools ip tc nft taskset python3 modprobe
 
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 7
 mkdir -p "$OUT"
 pids=()
 cleanup() {
@@ -56,6 +57,10 @@ cleanup() {
 }
 trap cleanup EXIT
 dmesg -c >/dev/null 2>&1
+# On a kernel with kmemleak (make stress), count only this run's leaks.
+DBG=/sys/kernel/debug
+mountpoint -q $DBG || mount -t debugfs none $DBG 2>/dev/null
+[ -w $DBG/kmemleak ] && echo clear >$DBG/kmemleak && echo scan=off >$DBG/kmemleak
 intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
 load_module || { ktap_test_fail "module_loads"; ktap_finished; }
 
@@ -130,6 +135,25 @@ ktap_check_v "flow_carried_data" t_flow
 
 t_writes() { echo "$(cat "$OUT/writes.txt" 2>/dev/null) rounds of list and knob writes"; [ "$(cat "$OUT/writes.txt" 2>/dev/null || echo 0)" -gt 0 ]; }
 ktap_check_v "list_and_knob_writes_on_the_softirq_cpu" t_writes
+
+# kmemleak (make stress's debug kernel): no object this run leaked, the
+# module unloaded first so its flows and netns state are freed.
+t_leaks() {
+	cleanup
+	trap - EXIT
+	rmmod tcp_hpcc 2>/dev/null
+	echo scan >$DBG/kmemleak; sleep 5; echo scan >$DBG/kmemleak
+	cp $DBG/kmemleak "$OUT/kmemleak.txt"
+	local leaks
+	leaks=$(grep -c "unreferenced object" "$OUT/kmemleak.txt")
+	echo "kmemleak: $leaks unreferenced objects"
+	[ "$leaks" -eq 0 ]
+}
+if [ -w $DBG/kmemleak ]; then
+	ktap_check_v "kmemleak_clean" t_leaks
+else
+	ktap_test_skip "kmemleak_clean" "no kmemleak in this kernel (make stress has it)"
+fi
 
 t_dmesg() {
 	dmesg >"$OUT/dmesg.txt" 2>&1
