@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use hpcc_core::control::ctl_rec as flag;
 use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
-use hpcc_core::knobs::Knobs;
+use hpcc_core::knobs::{Knobs, ACL_KNOB, IFACES_KNOB};
 
 /// One `hpcc_ctl` record (`struct hpcc_ctl_rec` and the connection's key).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -162,16 +162,17 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
     })())
 }
 
-/// The knob that is text (the SFC access list): it does not reach the
-/// controller, so its line is skipped whatever its value.
-pub const TEXT_KNOB: &str = "sfc_acl";
+/// The knobs that are text (the SFC access and interface lists, from the
+/// core's table): they do not reach the controller, so their lines are
+/// skipped whatever their values.
+pub const TEXT_KNOBS: [&str; 2] = [ACL_KNOB.name, IFACES_KNOB.name];
 
-/// A `# knob NAME=VALUE` line: the knob and its value (`Ok(None)` for the
+/// A `# knob NAME=VALUE` line: the knob and its value (`Ok(None)` for a
 /// text knob).
 pub fn parse_knob(line: &str) -> Option<Result<Option<(String, u32)>, String>> {
     let kv = line.strip_prefix("# knob ")?;
     Some(match kv.trim().split_once('=') {
-        Some((k, _)) if k == TEXT_KNOB => Ok(None),
+        Some((k, _)) if TEXT_KNOBS.contains(&k) => Ok(None),
         Some((k, v)) => v.parse().map(|v| Some((k.to_string(), v))).map_err(|_| format!("knob {kv}: not a u32")),
         None => Err(format!("knob {kv}: expected NAME=VALUE")),
     })
@@ -499,6 +500,8 @@ mod tests {
         assert!(parse_knob("# knob eta_ppm=x").expect("a knob").is_err());
         // The access list is text, empty by default: skipped.
         assert_eq!(parse_knob("# knob sfc_acl="), Some(Ok(None)));
+        assert_eq!(parse_knob("# knob sfc_ifaces=eth0,eth1"), Some(Ok(None)));
+        assert_eq!(parse_knob("# knob sfc_ifaces="), Some(Ok(None)));
         assert_eq!(parse_knob("# knob sfc_acl=10.0.0.0/8,fd00::/8"), Some(Ok(None)));
         assert!(parse_knob("hpcc_ctl: x").is_none());
     }
