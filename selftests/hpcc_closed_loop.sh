@@ -27,7 +27,7 @@
 # control can meet the two together on this host: those checks are
 # reported as SKIP with the reference's numbers (never as a pass).
 # `make closed-loop` runs in virtual time (vm/run HPCC_VM_ICOUNT=1), where
-# the reference (one packet per skb since stop 14) meets the bar with a
+# the reference (one packet per skb, `_bench_one_packet_per_skb`) meets the bar with a
 # median of 0.01 BDP, so the checks run. The
 # checks that do not depend on the host (no late drops, telemetry applied,
 # p99 against dctcp in the same run, the law's operating point, route
