@@ -187,10 +187,9 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
         unsafe { bindings::hpcc_addr_is_local(net.as_ptr(), rx, a.as_ptr()) }
     };
     let st = net.state();
-    let take_token = |src: IpAddr| {
-        let key = source_key(src);
-        st.sfc_locked(|buckets, _| buckets.admit(key, now, rules.rate, rules.burst))
-    };
+    // The source's keyed hash: its bucket, and its share of the pause table.
+    let src_key = if rules.enabled { source_key(i.src) } else { 0 };
+    let take_token = |_: IpAddr| st.sfc_locked(|buckets, _| buckets.admit(src_key, now, rules.rate, rules.burst));
     let outcome = rules.admit(&i, &arrived, is_local, take_token).and_then(|s| {
         rec.laddr = bytes16(s.saddr);
         rec.raddr = bytes16(s.daddr);
@@ -201,7 +200,7 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
         rec.qlen = s.qlen;
         rec.pause_ns = s.pause_ns;
         // SAFETY: caller contract (hook, RCU read lock, live skb).
-        let (t, applied) = unsafe { apply(net, rx, &rules, &s, source_key(i.src), now) }?;
+        let (t, applied) = unsafe { apply(net, rx, &rules, &s, src_key, now) }?;
         rec.applied_ns = applied;
         Ok(t)
     });
