@@ -131,6 +131,9 @@ ktap_check "object_builds_loads_and_attaches" t_attach
 # 2. One hop: probes are stamped with the port's speed, a departure time just
 # after they were sent, txBytes and an empty queue; pathID = switch ID.
 t_probe_one_hop() {
+	# A first probe, not timed: under TCG it pays for translating the
+	# stamping code (2.4 ms on an idle host), as in the two-hop check.
+	probes one_hop_warm $SW/$PORT --count 1 --nonce 0xff
 	probes one_hop $SW/$PORT --count 3 --nonce 0x100 || { echo "no probe arrived"; return 1; }
 	check_probes one_hop <<'EOF'
 assert len(ps) == 3, "got %d of 3 probes" % len(ps)
@@ -143,7 +146,7 @@ for p in ps:
     assert h["speed"] == 12 and h["qlen"] == 0, h
     lag = d24(h["ts"], ts_of(p["t_tx_ns"]))
     print("departure - send = %d us" % (lag // 1000))
-    assert 0 < lag < 20_000_000, lag
+    assert 0 < lag < 30_000_000, lag    # below the ts field's wrap (33.5 ms), as in the two-hop check
     assert all(x == {"speed": 0, "ts": 0, "txb": 0, "qlen": 0} for x in p["hops"][1:])
     if prev:
         # txBytes advanced by at least this probe (138 B on the wire)

@@ -21,7 +21,7 @@ failed=0
 skipped=0
 step() { printf '\n=== %s\n' "$*"; }
 verdict() { # verdict <name> <ok?>
-	if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
+	if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "PASS $1"; else failed=$((failed + 1)); failed_steps+=" $1"; echo "FAIL $1"; fi
 }
 # count_ktap FILE: adds a KTAP file's results to the totals; a file
 # without its "# Totals:" line did not finish, which fails.
@@ -41,8 +41,27 @@ host_ktap() {
 	"$@" | tee "$results/host/$name.ktap"
 	count_ktap "$results/host/$name.ktap"
 }
+# CI keeps only the tail of the log: each failed check is repeated there
+# with the diagnostics its test printed just before it.
+failure_digest() {
+	local k
+	for k in "$results"/*.ktap "$results"/host/*.ktap; do
+		[ -f "$k" ] || continue
+		awk -v f="$(basename "$k")" '
+			/^ok / { n = 0; next }
+			/^not ok / { print "--- " f ": " $0; for (i = 0; i < n; i++) print "    " buf[i]; n = 0; next }
+			{ if (n == 12) { for (i = 1; i < 12; i++) buf[i - 1] = buf[i]; n = 11 } buf[n++] = $0 }' "$k"
+	done
+}
 finish() {
 	echo
+	if [ "$failed" -gt 0 ]; then
+		echo "failed checks, with the lines their tests printed before them:"
+		[ -z "${failed_steps:-}" ] || echo "--- steps:$failed_steps"
+		failure_digest
+		[ "${cf:-0}" = 0 ] || grep -E '^test .* FAILED$|^---- .* stdout ----$' "$results/cargo-test.log"
+		echo
+	fi
 	echo "$passed passed, $failed failed, $skipped skipped"
 	[ "$failed" -eq 0 ]
 	exit $?
