@@ -323,8 +323,9 @@ netns_nstat() {
 }
 
 # tcp_untouched NS...: no RST sent and no TCP checksum error in any of the
-# netns (probes and responses carry TCP checksum 0: one reaching TCP would
-# count as a checksum error, or draw an RST). Prints the counters.
+# netns (probes and responses carry a TCP checksum that is never valid,
+# hpcc_core::probe: one reaching TCP would count as a checksum error, or
+# draw an RST). Prints the counters.
 tcp_untouched() {
 	local ns rsts csum
 	for ns in "$@"; do

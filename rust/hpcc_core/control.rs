@@ -737,7 +737,8 @@ impl FlowCtl {
     }
 }
 
-/// A connection's own state (in `icsk_ca_priv`; integers only, 48 bytes).
+/// A connection's own state (in `icsk_ca_priv`; integers only, so any bit
+/// pattern is valid; the kernel glue asserts at build time that it fits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct SockCtl {

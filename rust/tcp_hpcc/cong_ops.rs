@@ -46,11 +46,17 @@ struct CaState {
     gso: GsoCap,
 }
 
-// SAFETY: `CaState` is integers only (`SockCtl` is `repr(C)` integers, 40
-// bytes, `flow` a usize, `GsoCap` two u16s): valid for every bit pattern, 56 bytes,
-// 8-byte aligned, no drop glue. `flow` is only turned into a pointer after
-// `init` stored 0 and `ensure_flow` a real one.
+// SAFETY: `CaState` is integers only (`SockCtl` is `repr(C)` integers, `flow`
+// a usize, `GsoCap` two u16s): valid for every bit pattern, no drop glue. Its
+// size and alignment fit `icsk_ca_priv` (asserted below and again where
+// `TcpSock::ca` borrows it). `flow` is only turned into a pointer after `init`
+// stored 0 and `ensure_flow` a real one.
 unsafe impl CaPriv for CaState {}
+
+const _: () = {
+    assert!(core::mem::size_of::<CaState>() <= bindings::HPCC_ICSK_CA_PRIV_SIZE as usize);
+    assert!(core::mem::align_of::<CaState>() <= 8);
+};
 
 /// Runs `f` on the socket a hook received; `default` if the pointer is null.
 #[inline]
