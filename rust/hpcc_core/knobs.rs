@@ -9,8 +9,16 @@
 //! default set; a write is stored only if the whole set still passes
 //! [`Knobs::validate`].
 
-use super::fallback::{FallbackParamError, FallbackParams, INIT_BYTES_LINE_RATE};
-use super::params::{HpccConfig, HpccParams, Mode, ParamError, MAX_WINDOW_BYTES};
+use core::fmt;
+
+use super::fallback::{
+    FallbackParamError, FallbackParams, BETA_SCALE, INIT_BYTES_LINE_RATE, MAX_SEGS_CEIL, MIN_SEGS_FLOOR,
+};
+use super::fixed::ETA_SCALE;
+use super::params::{
+    HpccConfig, HpccParams, Mode, ParamError, MAX_MAX_INCREASE_PCT, MAX_PATH_CAP_PCT, MAX_U_WEIGHT_PCT,
+    MAX_WINDOW_BYTES, MIN_MAX_INCREASE_PCT,
+};
 use super::{probe, sfc, wire};
 
 /// Largest `base_rtt_us` and `probe_interval_us`.
@@ -18,6 +26,193 @@ pub const MAX_US: u32 = 1_000_000;
 
 /// MSS of the representative flow a knob set is validated for.
 pub const REFERENCE_MSS: u32 = 1448;
+
+/// Largest DSCP (a 6-bit field).
+pub const MAX_DSCP: u32 = 63;
+
+/// A knob's accepted values: `lo ..= hi`, 0 as well if `zero`, and at
+/// most one rule relative to another knob. [`Knobs::validate`] checks it,
+/// [`KnobError`] names it, and its text ([`Range::text`], built at compile
+/// time) is the range the module's `.modinfo` and the README show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    /// 0 is accepted too (it means off, none, or taken from elsewhere).
+    pub zero: bool,
+    /// Smallest accepted value besides 0.
+    pub lo: u32,
+    /// Largest accepted value.
+    pub hi: u32,
+    /// A rule relative to another knob.
+    pub rel: Rel,
+}
+
+/// A range's rule relative to another knob, named by its sysfs name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rel {
+    /// None.
+    None,
+    /// At most the other knob's value.
+    AtMost(&'static str),
+    /// At least the other knob's value.
+    AtLeast(&'static str),
+    /// Not equal to the other knob's value.
+    Differs(&'static str),
+}
+
+impl Range {
+    /// Every value.
+    pub const ANY: Self = Self::span(0, u32::MAX);
+    /// 0 or 1.
+    pub const FLAG: Self = Self::span(0, 1);
+
+    /// `lo ..= hi`.
+    pub const fn span(lo: u32, hi: u32) -> Self {
+        Self { zero: false, lo, hi, rel: Rel::None }
+    }
+
+    /// 0, or `lo ..= hi`.
+    pub const fn zero_or(lo: u32, hi: u32) -> Self {
+        Self { zero: true, lo, hi, rel: Rel::None }
+    }
+
+    /// And at most the knob `other`.
+    pub const fn at_most(self, other: &'static str) -> Self {
+        Self { rel: Rel::AtMost(other), ..self }
+    }
+
+    /// And at least the knob `other`.
+    pub const fn at_least(self, other: &'static str) -> Self {
+        Self { rel: Rel::AtLeast(other), ..self }
+    }
+
+    /// And not equal to the knob `other`.
+    pub const fn differs(self, other: &'static str) -> Self {
+        Self { rel: Rel::Differs(other), ..self }
+    }
+
+    /// Whether `v` is in the range itself, relations aside.
+    pub fn contains(&self, v: u32) -> bool {
+        (self.zero && v == 0) || (self.lo..=self.hi).contains(&v)
+    }
+
+    /// Whether `v` keeps the relation, the other knobs' values read from
+    /// `all`. A relation to a knob that does not exist holds.
+    pub fn relation_holds(&self, v: u32, all: &Knobs) -> bool {
+        match self.rel {
+            Rel::None => true,
+            Rel::AtMost(k) => all.get(k).is_none_or(|o| v <= o),
+            Rel::AtLeast(k) => all.get(k).is_none_or(|o| v >= o),
+            Rel::Differs(k) => all.get(k).is_none_or(|o| v != o),
+        }
+    }
+
+    /// The range as text ("1 .. 63, not probe_dscp"), built in a `const`.
+    pub const fn text(&self) -> RangeText {
+        let mut t = RangeText { buf: [0; RangeText::CAP], len: 0 };
+        if self.zero {
+            t = t.push("0, ");
+        }
+        if self.zero && self.lo == 1 && self.hi == 1 {
+            return t.push("1");
+        }
+        if self.lo == 0 && self.hi == 1 && !self.zero {
+            return t.push("0, 1");
+        }
+        if self.hi == u32::MAX {
+            return t.push("≥ ").num(self.lo);
+        }
+        t = match self.rel {
+            Rel::AtLeast(k) => t.push(k),
+            _ => t.num(self.lo),
+        };
+        t = t.push(" .. ");
+        t = match self.rel {
+            Rel::AtMost(k) => t.push(k),
+            _ => t.num(self.hi),
+        };
+        if let Rel::Differs(k) = self.rel {
+            t = t.push(", not ").push(k);
+        }
+        t
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text().as_str())
+    }
+}
+
+/// A [`Range`]'s text in a fixed buffer, so a `const` can hold it.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeText {
+    buf: [u8; Self::CAP],
+    len: usize,
+}
+
+impl RangeText {
+    /// Longest text: two knob names and the words between them.
+    const CAP: usize = 80;
+
+    /// Appends `s`, or as much of it as fits (the table's texts fit:
+    /// a host test renders them all).
+    const fn push(mut self, s: &str) -> Self {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() && self.len < Self::CAP {
+            self.buf[self.len] = b[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    /// Appends `v`: as 2^k from 2^16, as 10^k from 10^6, else in decimal.
+    const fn num(self, v: u32) -> Self {
+        if v >= 1 << 16 && v.is_power_of_two() {
+            return self.push("2^").num(v.trailing_zeros());
+        }
+        let mut k = 0;
+        let mut p = 1u32;
+        while p < v && k < 9 {
+            p *= 10;
+            k += 1;
+        }
+        if k >= 6 && p == v {
+            return self.push("10^").num(k);
+        }
+        let mut digits = [0u8; 10];
+        let mut n = 0;
+        let mut x = v;
+        loop {
+            digits[n] = b'0' + (x % 10) as u8;
+            n += 1;
+            x /= 10;
+            if x == 0 || n == digits.len() {
+                break;
+            }
+        }
+        let mut t = self;
+        while n > 0 && t.len < Self::CAP {
+            n -= 1;
+            t.buf[t.len] = digits[n];
+            t.len += 1;
+        }
+        t
+    }
+
+    /// The text.
+    pub const fn as_str(&self) -> &str {
+        let (head, _) = self.buf.split_at(if self.len < Self::CAP { self.len } else { Self::CAP });
+        // Only whole `&str`s are pushed, and the digits are ASCII; a
+        // cut at CAP could split a character, which the host test rules
+        // out for every row (and would show as an empty text, not UB).
+        match core::str::from_utf8(head) {
+            Ok(s) => s,
+            Err(_) => "",
+        }
+    }
+}
 
 /// The knob table, the one place each knob is declared: field (its
 /// sysfs name), default, range and description. `knob_table!(m)` calls
@@ -28,73 +223,73 @@ pub const REFERENCE_MSS: u32 = 1448;
 macro_rules! knob_table {
     ($m:ident) => {
         $m! {
-            init_window_bytes: FB.init_bytes, "1 .. 2^31",
+            init_window_bytes: FB.init_bytes, Range::span(1, FallbackParams::MAX_INIT_BYTES),
                 "initial window in bytes until the first telemetry (TCP's 10 segments; the drafts: one BDP at line rate)";
-            fallback_ai_segs: FB.ai_segs, "1 .. 64",
+            fallback_ai_segs: FB.ai_segs, Range::span(1, FallbackParams::MAX_AI_SEGS),
                 "no-telemetry fallback: additive increase, segments per RTT";
-            fallback_beta: FB.beta, "512 .. 1023",
+            fallback_beta: FB.beta, Range::span(BETA_SCALE / 2, BETA_SCALE - 1),
                 "no-telemetry fallback: multiplicative decrease, in 1/1024";
-            min_cwnd_segs: FB.min_segs, "2 .. max_cwnd_segs",
+            min_cwnd_segs: FB.min_segs, Range::span(MIN_SEGS_FLOOR, MAX_SEGS_CEIL).at_most("max_cwnd_segs"),
                 "lower bound of the congestion window, segments";
-            max_cwnd_segs: FB.max_segs, "min_cwnd_segs .. 65535",
+            max_cwnd_segs: FB.max_segs, Range::span(MIN_SEGS_FLOOR, MAX_SEGS_CEIL).at_least("min_cwnd_segs"),
                 "upper bound of the congestion window, segments";
-            eta_ppm: H.eta_ppm, "1 .. 10^6",
+            eta_ppm: H.eta_ppm, Range::span(1, ETA_SCALE),
                 "HPCC++ target utilization eta, parts per million";
-            max_stage: 1, "≥ 0",
+            max_stage: 1, Range::ANY,
                 "HPCC++ additive-increase stages before a multiplicative step (the drafts' 5 assume an update per ACK; 1 suits one probe sample per RTT)";
-            wai_bytes: H.wai_bytes, "0 .. 2^31",
+            wai_bytes: H.wai_bytes, Range::span(0, MAX_WINDOW_BYTES),
                 "HPCC++ additive increase W_ai in bytes; 0 = W_init*(1-eta)/expected_flows";
-            expected_flows: H.expected_flows, "≥ 1",
+            expected_flows: H.expected_flows, Range::span(1, u32::MAX),
                 "HPCC++ N of the W_ai rule of thumb";
-            wai_path: 1, "0, 1",
+            wai_path: 1, Range::FLAG,
                 "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
-            rcv_count_us: 100_000, "0, 100 .. 10^6",
+            rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
-            base_rtt_us: 0, "0 .. 10^6",
+            base_rtt_us: 0, Range::span(0, MAX_US),
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
-            probe_interval_us: 0, "0 .. 10^6",
+            probe_interval_us: 0, Range::span(0, MAX_US),
                 "probe interval in us; 0 = one per smoothed RTT";
-            probe_dscp: probe::DSCP_PROBE_DEFAULT as u32, "1 .. 63",
+            probe_dscp: probe::DSCP_PROBE_DEFAULT as u32, Range::span(1, MAX_DSCP),
                 "DSCP of probes (RFC 2474 pool 2); the fabric reserves it for probes";
-            response_dscp: probe::DSCP_RESPONSE_DEFAULT as u32, "1 .. 63, not probe_dscp",
+            response_dscp: probe::DSCP_RESPONSE_DEFAULT as u32, Range::span(1, MAX_DSCP).differs("probe_dscp"),
                 "DSCP of responses (RFC 2474 pool 2); the fabric reserves it for responses";
-            max_hops: wire::MAX_HOPS as u32, "1 .. 8",
+            max_hops: wire::MAX_HOPS as u32, Range::span(1, wire::MAX_HOPS as u32),
                 "largest INT hop count accepted in a response";
-            telemetry: 1, "0, 1",
+            telemetry: 1, Range::FLAG,
                 "1: send probes and use telemetry; 0: the fallback law only";
-            pacing_shift: 0, "0, 8 .. 16",
+            pacing_shift: 0, Range::zero_or(8, 16),
                 "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = from T: bursts of at most T/16, shift ceil(log2(16 s/T)) within 8 .. 16";
-            pace_at_link_rate: 1, "0, 1",
+            pace_at_link_rate: 1, Range::FLAG,
                 "1: pace at most at the path's slowest INT link rate; 0: at W/T only";
-            pace_srtt_cap_pct: 150, "0, 100 .. 1000",
+            pace_srtt_cap_pct: 150, Range::zero_or(100, 1000),
                 "pace at most this percent of W per smoothed RTT (bursts near what W really delivers when the RTT is inflated); 0 = W/T only, the drafts";
-            path_cap_pct: 100, "0 .. 1000",
+            path_cap_pct: 100, Range::span(0, MAX_PATH_CAP_PCT),
                 "bound W by this percent of the path's BDP min(B_j)*T; 0 = none, the drafts";
-            window_validation: 1, "0, 1",
+            window_validation: 1, Range::FLAG,
                 "1: an update does not raise W above twice the most bytes in flight since the last sample (plus the minimum window), or Wc; decreases unaffected; 0: the drafts";
-            probe_commit: 1, "0, 1",
+            probe_commit: 1, Range::FLAG,
                 "1: commit Wc only on a probe interval sent entirely after the last commit; 0: the drafts' NewAck rule on the probe's snd_nxt";
-            u_weight_pct: 100, "1 .. 100",
+            u_weight_pct: 100, Range::span(1, MAX_U_WEIGHT_PCT),
                 "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T";
-            max_increase_pct: 110, "0, 101 .. 1000",
+            max_increase_pct: 110, Range::zero_or(MIN_MAX_INCREASE_PCT, MAX_MAX_INCREASE_PCT),
                 "largest growth of W over Wc in one update, percent (at least 200 while U <= eta/2); 0 = none, the drafts";
-            qlen_min_filter: 0, "0, 1",
+            qlen_min_filter: 0, Range::FLAG,
                 "1: queue term min(qlen, previous qlen), the drafts (with one probe per RTT it reacts an RTT late); 0: the current qlen";
-            max_flows_per_netns: 0, "0 .. 2^31",
+            max_flows_per_netns: 0, Range::span(0, 1 << 31),
                 "most flows with telemetry state per network namespace (further flows run the fallback and retry every 100 ms); 0 = no limit";
-            sfc_enable: 0, "0, 1",
+            sfc_enable: 0, Range::FLAG,
                 "1: act on Source Flow Control signals from switches in sfc_acl on devices in sfc_ifaces; 0: count them as disabled and pass them on";
-            sfc_port: sfc::PORT_DEFAULT as u32, "1 .. 65535",
+            sfc_port: sfc::PORT_DEFAULT as u32, Range::span(1, u16::MAX as u32),
                 "UDP port of SFC signals";
-            sfc_rate: 10_000, "1 .. 10^7",
+            sfc_rate: 10_000, Range::span(1, sfc::MAX_RATE),
                 "SFC signals a network namespace accepts per second from one source (each source has its own token bucket, of 64 per namespace)";
-            sfc_burst: 100, "1 .. 10^6",
+            sfc_burst: 100, Range::span(1, sfc::MAX_BURST),
                 "SFC signals a network namespace accepts in a burst from one source";
-            sfc_max_pause_us: 10_000, "1 .. 10^6",
+            sfc_max_pause_us: 10_000, Range::span(1, sfc::MAX_PAUSE_US),
                 "longest pause an SFC signal may set, in us";
-            sfc_window_cut: 1, "0, 1",
+            sfc_window_cut: 1, Range::FLAG,
                 "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only";
-            sfc_scope: 0, "0, 1",
+            sfc_scope: 0, Range::FLAG,
                 "0: SFC signals pause hpcc flows only; 1: also TCP flows of other congestion controls and UDP flows, held at egress (needs sch_fq on the device)";
         }
     };
@@ -103,12 +298,13 @@ macro_rules! knob_table {
 pub(crate) use knob_table;
 
 /// The knob that is text, not a number: the SFC access list (its own
-/// parser, `sfc::Acl`). Name, range, description, default.
+/// parser, `sfc::Acl`).
 pub const ACL_KNOB: KnobInfo = KnobInfo {
     name: "sfc_acl",
     range: "up to 16 prefixes",
     desc: "switches whose SFC signals are accepted: IPv4/IPv6 prefixes ADDR/LEN, comma-separated (each matches sources of its own family)",
     default: None,
+    limits: None,
 };
 
 /// The other text knob: the devices SFC signals are accepted on (its own
@@ -119,6 +315,7 @@ pub const IFACES_KNOB: KnobInfo = KnobInfo {
     desc: "devices SFC signals are accepted on (the fabric-facing ports), comma-separated; a signal from anywhere else \
            (loopback, a tunnel, a container's veth) is refused",
     default: None,
+    limits: None,
 };
 
 /// One row of the knob table.
@@ -126,17 +323,20 @@ pub const IFACES_KNOB: KnobInfo = KnobInfo {
 pub struct KnobInfo {
     /// The parameter's name.
     pub name: &'static str,
-    /// Its accepted values, as the README shows them.
+    /// Its accepted values, as `.modinfo` and the README show them (a
+    /// numeric knob's is its [`Range::text`]).
     pub range: &'static str,
     /// What it does.
     pub desc: &'static str,
     /// Its default (`None`: text, empty).
     pub default: Option<u32>,
+    /// Its accepted values (`None`: text, its own parser).
+    pub limits: Option<Range>,
 }
 
-/// Builds [`Knobs`] and [`TABLE`] from [`knob_table!`].
+/// Builds [`Knobs`], [`TABLE`] and [`range_text`] from [`knob_table!`].
 macro_rules! knobs_struct {
-    ($($field:ident: $default:expr, $range:literal, $desc:literal;)*) => {
+    ($($field:ident: $default:expr, $range:expr, $desc:literal;)*) => {
         /// A snapshot of every knob (all `u32`, as the parameter cells).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct Knobs {
@@ -161,13 +361,41 @@ macro_rules! knobs_struct {
                 true
             }
 
+            /// The knob called `name`, if there is one.
+            pub fn get(&self, name: &str) -> Option<u32> {
+                match name {
+                    $(stringify!($field) => Some(self.$field),)*
+                    _ => None,
+                }
+            }
+
             /// How many knobs there are.
             pub const COUNT: usize = [$(stringify!($field),)*].len();
         }
 
+        /// Each numeric knob's range as text, a `const` per knob (the
+        /// kernel glue's `.modinfo` entries take theirs from here).
+        #[allow(non_upper_case_globals)]
+        pub mod range_text {
+            use super::*;
+            $(
+                #[doc = concat!("`", stringify!($field), "`'s range.")]
+                pub const $field: &str = {
+                    const T: &RangeText = &$range.text();
+                    T.as_str()
+                };
+            )*
+        }
+
         /// The numeric knobs, in table order.
         pub const TABLE: [KnobInfo; Knobs::COUNT] = [
-            $(KnobInfo { name: stringify!($field), range: $range, desc: $desc, default: Some(Knobs::DEFAULT.$field) },)*
+            $(KnobInfo {
+                name: stringify!($field),
+                range: range_text::$field,
+                desc: $desc,
+                default: Some(Knobs::DEFAULT.$field),
+                limits: Some($range),
+            },)*
         ];
     };
 }
@@ -180,55 +408,25 @@ knob_table!(knobs_struct);
 /// Why a knob set was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KnobError {
-    /// The fallback parameters are invalid.
+    /// The knob [`TABLE`]`[i]` is outside its [`Range`].
+    Range(usize),
+    /// The fallback parameters are invalid (not reached with every knob
+    /// in its range: kept as the law's own check).
     Fallback(FallbackParamError),
-    /// The HPCC++ parameters are invalid.
+    /// The HPCC++ parameters are invalid (with every knob in range: the
+    /// default W_ai, W_init·(1 − eta)/N, is 0).
     Hpcc(ParamError),
-    /// A DSCP is 0 or above 63, or the two DSCPs are equal.
-    Dscp,
-    /// `max_hops` is not in `1..=wire::MAX_HOPS`.
-    MaxHops,
-    /// `telemetry`, `wai_path`, `pace_at_link_rate`, `window_validation`,
-    /// `probe_commit` or `qlen_min_filter` is not 0 or 1.
-    Telemetry,
-    /// `pacing_shift` is not 0 or in 8..=16.
-    PacingShift,
-    /// `base_rtt_us` or `probe_interval_us` is above one second.
-    Time,
-    /// `pace_srtt_cap_pct` is not 0 or in 100..=1000.
-    PaceCap,
-    /// `max_flows_per_netns` is above 2^31.
-    FlowLimit,
-    /// `rcv_count_us` is not 0 or in 100..=10^6.
-    RcvCount,
-    /// An SFC knob is out of its range.
-    Sfc,
 }
 
-impl KnobError {
-    /// A short explanation for the kernel log.
-    pub fn describe(&self) -> &'static str {
-        use FallbackParamError as E;
+impl fmt::Display for KnobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Fallback(E::InitWindow) => "init_window_bytes must be in 1..2^31",
-            Self::Fallback(E::AdditiveIncrease) => "fallback_ai_segs must be in 1..64",
-            Self::Fallback(E::Beta) => "fallback_beta must be in 512..1023",
-            Self::Fallback(E::Bounds) => "need 2 <= min_cwnd_segs <= max_cwnd_segs <= 65535",
-            Self::Hpcc(e) => e.describe(),
-            Self::Dscp => "DSCPs must be 1..63 and differ",
-            Self::MaxHops => "max_hops must be in 1..8",
-            Self::Telemetry => {
-                "telemetry, wai_path, pace_at_link_rate, window_validation, probe_commit and qlen_min_filter must be 0 or 1"
-            }
-            Self::PacingShift => "pacing_shift must be 0 (from T) or 8..16",
-            Self::Time => "base_rtt_us and probe_interval_us must be at most 1000000",
-            Self::PaceCap => "pace_srtt_cap_pct must be 0 or 100..1000",
-            Self::FlowLimit => "max_flows_per_netns must be at most 2^31",
-            Self::RcvCount => "rcv_count_us must be 0 or 100..1000000",
-            Self::Sfc => {
-                "sfc_enable, sfc_window_cut and sfc_scope must be 0 or 1, sfc_port 1..65535, sfc_rate 1..10^7, \
-                 sfc_burst 1..10^6, sfc_max_pause_us 1..10^6"
-            }
+            Self::Range(i) => match TABLE.get(*i) {
+                Some(k) => write!(f, "{} must be {}", k.name, k.range),
+                None => f.write_str("a knob is out of its range"),
+            },
+            Self::Fallback(_) => f.write_str("the fallback's parameters are inconsistent"),
+            Self::Hpcc(e) => f.write_str(e.describe()),
         }
     }
 }
@@ -306,64 +504,32 @@ impl Knobs {
         self.hpcc(mss, base_rtt_ns).validate()
     }
 
-    /// Checks the whole set.
+    /// Checks the whole set: each knob against its own [`Range`], then
+    /// the relations between knobs (in table order, the first refusal
+    /// reported), then the law's and the fallback's own checks of what
+    /// the knobs make.
     pub fn validate(&self) -> Result<(), KnobError> {
-        self.fallback().validate().map_err(KnobError::Fallback)?;
-        if self.base_rtt_us > MAX_US || self.probe_interval_us > MAX_US {
-            return Err(KnobError::Time);
+        let values = self.entries();
+        let rows = || TABLE.iter().zip(values).enumerate().filter_map(|(i, (row, (_, v)))| Some((i, row.limits?, v)));
+        if let Some((i, _, _)) = rows().find(|(_, r, v)| !r.contains(*v)) {
+            return Err(KnobError::Range(i));
         }
+        if let Some((i, _, _)) = rows().find(|(_, r, v)| !r.relation_holds(*v, self)) {
+            return Err(KnobError::Range(i));
+        }
+        self.fallback().validate().map_err(KnobError::Fallback)?;
         // A representative flow: the configured T, or 1 ms when measured.
         let t_ns = if self.base_rtt_us == 0 { 1_000_000 } else { u64::from(self.base_rtt_us) * 1000 };
         self.hpcc_params(REFERENCE_MSS, t_ns).map_err(KnobError::Hpcc)?;
-        // 0 is every unmarked packet's DSCP; the two must tell probes
-        // from responses.
-        if !(1..=63).contains(&self.probe_dscp)
-            || !(1..=63).contains(&self.response_dscp)
-            || self.probe_dscp == self.response_dscp
-        {
-            return Err(KnobError::Dscp);
-        }
-        if self.max_hops == 0 || self.max_hops > wire::MAX_HOPS as u32 {
-            return Err(KnobError::MaxHops);
-        }
-        if self.telemetry > 1
-            || self.wai_path > 1
-            || self.pace_at_link_rate > 1
-            || self.window_validation > 1
-            || self.probe_commit > 1
-            || self.qlen_min_filter > 1
-        {
-            return Err(KnobError::Telemetry);
-        }
-        if self.pacing_shift != 0 && !(8..=16).contains(&self.pacing_shift) {
-            return Err(KnobError::PacingShift);
-        }
-        if self.pace_srtt_cap_pct != 0 && !(100..=1000).contains(&self.pace_srtt_cap_pct) {
-            return Err(KnobError::PaceCap);
-        }
-        if self.max_flows_per_netns > 1 << 31 {
-            return Err(KnobError::FlowLimit);
-        }
-        if self.rcv_count_us != 0 && !(100..=MAX_US).contains(&self.rcv_count_us) {
-            return Err(KnobError::RcvCount);
-        }
-        if self.sfc_enable > 1
-            || self.sfc_window_cut > 1
-            || self.sfc_scope > 1
-            || !(1..=65535).contains(&self.sfc_port)
-            || !(1..=sfc::MAX_RATE).contains(&self.sfc_rate)
-            || !(1..=sfc::MAX_BURST).contains(&self.sfc_burst)
-            || !(1..=sfc::MAX_PAUSE_US).contains(&self.sfc_max_pause_us)
-        {
-            return Err(KnobError::Sfc);
-        }
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::format;
 
     #[test]
     fn defaults_validate() {
@@ -383,6 +549,67 @@ mod tests {
         }
         assert!(k.entries().iter().all(|&(_, v)| v == 7));
         assert!(!k.set("no_such_knob", 1));
+    }
+
+    /// Each knob's own range, from the table: its ends accepted, the
+    /// values just outside refused and named.
+    #[test]
+    fn each_knob_at_and_beyond_its_range() {
+        for (i, row) in TABLE.iter().enumerate() {
+            let r = row.limits.expect("numeric knobs have a range");
+            let text = r.text();
+            assert!(!text.as_str().is_empty() && text.as_str() == row.range, "{}", row.name);
+            // A set W_ai: eta 10^6 makes the default W_ai rule's 0 (a
+            // refusal of the law's own, `relations_between_knobs`).
+            let mut k = Knobs { wai_bytes: 1000, ..Knobs::DEFAULT };
+            for v in [r.lo, r.hi].into_iter().chain(r.zero.then_some(0)) {
+                assert!(k.set(row.name, v));
+                // The defaults of the related knobs are the widest
+                // (max_cwnd_segs 65535, min_cwnd_segs 2), except the DSCPs.
+                if row.name == "response_dscp" && v == k.probe_dscp {
+                    continue;
+                }
+                assert_eq!(k.validate(), Ok(()), "{}={v}", row.name);
+            }
+            let below = r.lo.checked_sub(1).filter(|&v| !(r.zero && v == 0));
+            let above = r.hi.checked_add(1);
+            for v in below.into_iter().chain(above) {
+                let mut k = Knobs::DEFAULT;
+                assert!(k.set(row.name, v));
+                assert_eq!(k.validate(), Err(KnobError::Range(i)), "{}={v}", row.name);
+                let msg = format!("{}", KnobError::Range(i));
+                assert_eq!(msg, format!("{} must be {}", row.name, row.range));
+            }
+        }
+    }
+
+    #[test]
+    fn relations_between_knobs() {
+        let idx = |n: &str| TABLE.iter().position(|r| r.name == n).unwrap();
+        let k = Knobs { min_cwnd_segs: 100, max_cwnd_segs: 99, ..Knobs::DEFAULT };
+        assert_eq!(k.validate(), Err(KnobError::Range(idx("min_cwnd_segs"))));
+        let k = Knobs { response_dscp: Knobs::DEFAULT.probe_dscp, ..Knobs::DEFAULT };
+        assert_eq!(k.validate(), Err(KnobError::Range(idx("response_dscp"))));
+        assert_eq!(format!("{}", KnobError::Range(idx("response_dscp"))), "response_dscp must be 1 .. 63, not probe_dscp");
+        // In range, but the default W_ai = W_init (1 - eta) / N is 0.
+        let k = Knobs { eta_ppm: 1_000_000, wai_bytes: 0, ..Knobs::DEFAULT };
+        assert_eq!(k.validate(), Err(KnobError::Hpcc(ParamError::DefaultWaiZero)));
+    }
+
+    #[test]
+    fn range_texts() {
+        let t = |r: Range| format!("{r}");
+        assert_eq!(t(Range::ANY), "≥ 0");
+        assert_eq!(t(Range::FLAG), "0, 1");
+        assert_eq!(t(Range::zero_or(1, 1)), "0, 1");
+        assert_eq!(t(Range::span(1, 1 << 31)), "1 .. 2^31");
+        assert_eq!(t(Range::span(0, 65536)), "0 .. 2^16");
+        assert_eq!(t(Range::span(0, 65535)), "0 .. 65535");
+        assert_eq!(t(Range::span(100_000, 10_000_000)), "100000 .. 10^7");
+        assert_eq!(t(Range::zero_or(101, 1000)), "0, 101 .. 1000");
+        assert_eq!(t(Range::span(2, 9).at_most("b")), "2 .. b");
+        assert_eq!(t(Range::span(2, 9).at_least("a")), "a .. 9");
+        assert_eq!(t(Range::span(0, u32::MAX - 1)), "0 .. 4294967294");
     }
 
     #[test]

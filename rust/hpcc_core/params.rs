@@ -75,6 +75,15 @@ pub struct HpccConfig {
 /// Largest accepted `path_cap_pct`.
 pub const MAX_PATH_CAP_PCT: u32 = 1000;
 
+/// Largest `u_weight_pct`: a sample's full weight.
+pub const MAX_U_WEIGHT_PCT: u32 = 100;
+
+/// Smallest `max_increase_pct` besides 0 (off): any growth at all.
+pub const MIN_MAX_INCREASE_PCT: u32 = 101;
+
+/// Largest `max_increase_pct`.
+pub const MAX_MAX_INCREASE_PCT: u32 = 1000;
+
 /// Why a parameter set was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamError {
@@ -154,10 +163,10 @@ impl HpccConfig {
         if self.path_cap_pct > MAX_PATH_CAP_PCT {
             return Err(ParamError::PathCap);
         }
-        if self.u_weight_pct == 0 || self.u_weight_pct > 100 {
+        if self.u_weight_pct == 0 || self.u_weight_pct > MAX_U_WEIGHT_PCT {
             return Err(ParamError::UWeight);
         }
-        if self.max_increase_pct != 0 && !(101..=1000).contains(&self.max_increase_pct) {
+        if self.max_increase_pct != 0 && !(MIN_MAX_INCREASE_PCT..=MAX_MAX_INCREASE_PCT).contains(&self.max_increase_pct) {
             return Err(ParamError::MaxIncrease);
         }
         let wai = if self.wai_bytes == 0 {

@@ -98,7 +98,7 @@ macro_rules! register_param {
 /// Each knob of the core's table (`hpcc_core::knobs::knob_table!`): its
 /// cell, initialised to [`Knobs::DEFAULT`], and its registration.
 macro_rules! kernel_knobs {
-    ($($field:ident: $default:expr, $range:literal, $desc:literal;)*) => {
+    ($($field:ident: $default:expr, $range:expr, $desc:literal;)*) => {
         $(
             mod $field {
                 use super::*;
@@ -112,7 +112,7 @@ macro_rules! kernel_knobs {
                     core::ptr::addr_of!(CELL).cast_mut().cast(),
                     0o644,
                     $desc,
-                    $range
+                    crate::hpcc_core::knobs::range_text::$field
                 );
             }
         )*
@@ -257,7 +257,7 @@ unsafe extern "C" fn hpcc_param_set(val: *const c_char, kp: *const bindings::ker
     let mut next = cells();
     next.set(knob.name, v);
     if let Err(e) = next.validate() {
-        pr_warn!("rejected {}={}: {}\n", knob.name, v, e.describe());
+        pr_warn!("rejected {}={}: {}\n", knob.name, v, e);
         return EINVAL.to_errno();
     }
     knob.cell.store(v, Relaxed);

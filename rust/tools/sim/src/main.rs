@@ -195,7 +195,7 @@ fn main() {
             }
         }
         if let Err(e) = k.validate() {
-            eprintln!("knobs refused: {}", e.describe());
+            eprintln!("knobs refused: {e}");
             std::process::exit(2);
         }
         let after = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
