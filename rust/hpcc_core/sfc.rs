@@ -151,6 +151,128 @@ pub enum Reject {
     SourceQuota,
 }
 
+/// What became of an accepted signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// An hpcc flow's departure clock moved.
+    Applied,
+    /// An hpcc flow's socket was owned by a process: at its next ACK.
+    Deferred,
+    /// Another flow, held at egress (`sfc_scope` 1).
+    Egress,
+}
+
+/// Declares [`Outcome`] from its table: variant, the C enumerator
+/// (`enum hpcc_sfc_outcome`, include/hpcc_shim.h, in the same order: a
+/// variant's discriminant is its code in the tracepoint), the
+/// tracepoint's name for it (include/hpcc_trace.h) and its counter in
+/// `/proc/net/hpcc_stat`. `tests/outcomes.rs` checks both headers
+/// against this table.
+macro_rules! outcome_table {
+    ($($variant:ident = $c:ident, $trace:literal, $counter:literal;)*) => {
+        /// Every end of a received SFC signal: taken, or refused for one
+        /// [`Reject`]. Each has a counter and a tracepoint code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Outcome {
+            $(#[doc = concat!("`", stringify!($c), "`, counted as `", $counter, "`.")] $variant,)*
+        }
+
+        impl Outcome {
+            /// Every outcome, in code order.
+            pub const ALL: [Self; [$(stringify!($variant),)*].len()] = [$(Self::$variant,)*];
+            /// How many there are.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// Its C enumerator's name.
+            pub const fn c_name(self) -> &'static str {
+                match self { $(Self::$variant => stringify!($c),)* }
+            }
+
+            /// Its name in the tracepoint's output.
+            pub const fn trace_name(self) -> &'static str {
+                match self { $(Self::$variant => $trace,)* }
+            }
+
+            /// Its counter's name in `/proc/net/hpcc_stat`.
+            pub const fn counter_name(self) -> &'static core::ffi::CStr {
+                let s: &'static str = match self { $(Self::$variant => concat!($counter, "\0"),)* };
+                match core::ffi::CStr::from_bytes_with_nul(s.as_bytes()) {
+                    Ok(c) => c,
+                    // Unreachable: one NUL, at the end (a literal above).
+                    Err(_) => c"sfc_unnamed",
+                }
+            }
+        }
+    };
+}
+
+outcome_table! {
+    Applied = HPCC_SFC_APPLIED, "applied", "sfc_applied";
+    Deferred = HPCC_SFC_DEFERRED, "deferred", "sfc_deferred";
+    Disabled = HPCC_SFC_DISABLED, "disabled", "sfc_disabled";
+    Ttl = HPCC_SFC_BAD_TTL, "bad_ttl", "sfc_bad_ttl";
+    Acl = HPCC_SFC_NOT_IN_ACL, "not_in_acl", "sfc_not_in_acl";
+    RateLimited = HPCC_SFC_RATE_LIMITED, "rate_limited", "sfc_rate_limited";
+    Truncated = HPCC_SFC_TRUNCATED, "truncated", "sfc_truncated";
+    BadHeader = HPCC_SFC_BAD_HEADER, "bad_header", "sfc_bad_header";
+    NoFlow = HPCC_SFC_NO_FLOW, "no_flow", "sfc_no_flow";
+    SeqOutOfWindow = HPCC_SFC_SEQ_OUT_OF_WINDOW, "seq_out_of_window", "sfc_seq_out_of_window";
+    AppliedEgress = HPCC_SFC_APPLIED_EGRESS, "applied_egress", "sfc_applied_egress";
+    TableFull = HPCC_SFC_PAUSE_TABLE_FULL, "pause_table_full", "sfc_pause_table_full";
+    BadUdp = HPCC_SFC_BAD_UDP, "bad_udp", "sfc_bad_udp";
+    BadSource = HPCC_SFC_BAD_SOURCE, "bad_source", "sfc_bad_source";
+    Loopback = HPCC_SFC_LOOPBACK, "loopback", "sfc_loopback";
+    Tunnel = HPCC_SFC_TUNNEL, "tunnel", "sfc_tunnel";
+    Iface = HPCC_SFC_IFACE, "iface", "sfc_not_on_iface";
+    LocalSource = HPCC_SFC_LOCAL_SOURCE, "local_source", "sfc_local_source";
+    Duplicate = HPCC_SFC_DUPLICATE, "duplicate", "sfc_duplicate";
+    SourceQuota = HPCC_SFC_SOURCE_QUOTA, "source_quota", "sfc_source_quota";
+}
+
+impl From<Reject> for Outcome {
+    fn from(r: Reject) -> Self {
+        match r {
+            Reject::Disabled => Self::Disabled,
+            Reject::BadUdp => Self::BadUdp,
+            Reject::BadSource => Self::BadSource,
+            Reject::Loopback => Self::Loopback,
+            Reject::Tunnel => Self::Tunnel,
+            Reject::Iface => Self::Iface,
+            Reject::Ttl => Self::Ttl,
+            Reject::Acl => Self::Acl,
+            Reject::LocalSource => Self::LocalSource,
+            Reject::RateLimited => Self::RateLimited,
+            Reject::Truncated => Self::Truncated,
+            Reject::BadHeader => Self::BadHeader,
+            Reject::NoFlow => Self::NoFlow,
+            Reject::SeqOutOfWindow => Self::SeqOutOfWindow,
+            Reject::Duplicate => Self::Duplicate,
+            Reject::TableFull => Self::TableFull,
+            Reject::SourceQuota => Self::SourceQuota,
+        }
+    }
+}
+
+impl From<Taken> for Outcome {
+    fn from(t: Taken) -> Self {
+        match t {
+            Taken::Applied => Self::Applied,
+            Taken::Deferred => Self::Deferred,
+            Taken::Egress => Self::AppliedEgress,
+        }
+    }
+}
+
+impl From<Result<Taken, Reject>> for Outcome {
+    fn from(r: Result<Taken, Reject>) -> Self {
+        match r {
+            Ok(t) => t.into(),
+            Err(r) => r.into(),
+        }
+    }
+}
+
 fn be16(b: &[u8], off: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
 }

@@ -113,7 +113,7 @@ fn ensure_flow<'a>(tp: &mut TcpSock<'a>, k: &Knobs, c: &Conn, sending: bool) -> 
     }
     match create_flow(tp, k, c) {
         Ok(p) => {
-            tp.count(Counter::FlowsHpcc);
+            tp.count(Counter::FlowsStarted);
             tp.ca::<CaState>().flow = p.as_ptr() as usize;
             (flow_of(tp), cr::HAS_FLOW | cr::FLOW_CREATED)
         }

@@ -41,11 +41,11 @@
 use crate::bindings;
 use crate::flow::table;
 use crate::hpcc_core::probe::{v4_mapped, Tuple};
-use crate::hpcc_core::sfc::{self, FlowKey, Reject};
+use crate::hpcc_core::sfc::{self, FlowKey, Outcome, Reject, Taken};
 use crate::netns::NetRef;
 use crate::params;
 use crate::sock::LockedSock;
-use crate::stats::{inc, Counter};
+use crate::stats::{inc, inc_outcome, Counter};
 use core::net::IpAddr;
 
 /// What the hook does with the packet.
@@ -54,80 +54,6 @@ pub(crate) enum Verdict {
     Pass,
     /// A signal, acted on or refused: consume it.
     Consume,
-}
-
-fn counter(r: Reject) -> Counter {
-    match r {
-        Reject::Disabled => Counter::SfcDisabled,
-        Reject::BadUdp => Counter::SfcBadUdp,
-        Reject::BadSource => Counter::SfcBadSource,
-        Reject::Loopback => Counter::SfcLoopback,
-        Reject::Tunnel => Counter::SfcTunnel,
-        Reject::Iface => Counter::SfcIface,
-        Reject::Ttl => Counter::SfcTtl,
-        Reject::Acl => Counter::SfcAcl,
-        Reject::LocalSource => Counter::SfcLocalSource,
-        Reject::RateLimited => Counter::SfcRateLimited,
-        Reject::Truncated => Counter::SfcTruncated,
-        Reject::BadHeader => Counter::SfcBadHeader,
-        Reject::NoFlow => Counter::SfcNoFlow,
-        Reject::SeqOutOfWindow => Counter::SfcSeq,
-        Reject::Duplicate => Counter::SfcDuplicate,
-        Reject::TableFull => Counter::SfcTableFull,
-        Reject::SourceQuota => Counter::SfcSourceQuota,
-    }
-}
-
-/// The tracepoint's outcome code of a refusal (one per [`Reject`]).
-fn reject_code(r: Reject) -> u32 {
-    match r {
-        Reject::Disabled => bindings::hpcc_sfc_outcome_HPCC_SFC_DISABLED,
-        Reject::BadUdp => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_UDP,
-        Reject::BadSource => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_SOURCE,
-        Reject::Loopback => bindings::hpcc_sfc_outcome_HPCC_SFC_LOOPBACK,
-        Reject::Tunnel => bindings::hpcc_sfc_outcome_HPCC_SFC_TUNNEL,
-        Reject::Iface => bindings::hpcc_sfc_outcome_HPCC_SFC_IFACE,
-        Reject::Ttl => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_TTL,
-        Reject::Acl => bindings::hpcc_sfc_outcome_HPCC_SFC_NOT_IN_ACL,
-        Reject::LocalSource => bindings::hpcc_sfc_outcome_HPCC_SFC_LOCAL_SOURCE,
-        Reject::RateLimited => bindings::hpcc_sfc_outcome_HPCC_SFC_RATE_LIMITED,
-        Reject::Truncated => bindings::hpcc_sfc_outcome_HPCC_SFC_TRUNCATED,
-        Reject::BadHeader => bindings::hpcc_sfc_outcome_HPCC_SFC_BAD_HEADER,
-        Reject::NoFlow => bindings::hpcc_sfc_outcome_HPCC_SFC_NO_FLOW,
-        Reject::SeqOutOfWindow => bindings::hpcc_sfc_outcome_HPCC_SFC_SEQ_OUT_OF_WINDOW,
-        Reject::Duplicate => bindings::hpcc_sfc_outcome_HPCC_SFC_DUPLICATE,
-        Reject::TableFull => bindings::hpcc_sfc_outcome_HPCC_SFC_PAUSE_TABLE_FULL,
-        Reject::SourceQuota => bindings::hpcc_sfc_outcome_HPCC_SFC_SOURCE_QUOTA,
-    }
-}
-
-/// What became of an accepted signal.
-#[derive(Clone, Copy)]
-enum Taken {
-    /// An hpcc flow's departure clock moved.
-    Applied,
-    /// An hpcc flow's socket was owned by a process: at its next ACK.
-    Deferred,
-    /// Another flow, held at egress (`sfc_scope` 1).
-    Egress,
-}
-
-impl Taken {
-    fn counter(self) -> Counter {
-        match self {
-            Taken::Applied => Counter::SfcApplied,
-            Taken::Deferred => Counter::SfcDeferred,
-            Taken::Egress => Counter::SfcAppliedEgress,
-        }
-    }
-
-    fn code(self) -> u32 {
-        match self {
-            Taken::Applied => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED,
-            Taken::Deferred => bindings::hpcc_sfc_outcome_HPCC_SFC_DEFERRED,
-            Taken::Egress => bindings::hpcc_sfc_outcome_HPCC_SFC_APPLIED_EGRESS,
-        }
-    }
 }
 
 fn bytes16(a: IpAddr) -> [u8; 16] {
@@ -204,12 +130,9 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
         rec.applied_ns = applied;
         Ok(t)
     });
-    let (c, code) = match outcome {
-        Ok(t) => (t.counter(), t.code()),
-        Err(r) => (counter(r), reject_code(r)),
-    };
-    inc(net, c);
-    rec.outcome = code as u8;
+    let o = Outcome::from(outcome);
+    inc_outcome(net, o);
+    rec.outcome = o as u8;
     // SAFETY: `rec` is a valid record the tracepoint only reads during the call.
     unsafe { bindings::hpcc_trace_sfc(&rec) };
     if matches!(outcome, Err(Reject::Disabled)) {

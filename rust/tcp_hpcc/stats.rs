@@ -4,18 +4,20 @@
 //! `/proc/net/hpcc_stat` by the netns's root: one `name value` per line.
 //!
 //! Every probe, response, telemetry sample and SFC signal ends in exactly
-//! one counter (signals: `sfc_received` and then one outcome), so hostile
+//! one counter (signals: `sfc_received` and then one outcome's, listed
+//! after the others), so hostile
 //! or garbage input is always visible. Two gauges follow the
 //! counters: `flows` (flow objects alive in this netns) and
 //! `flows_pending_free` (released, waiting for their RCU grace period).
 
 use crate::bindings;
+use crate::hpcc_core::sfc::Outcome;
 use crate::netns::NetRef;
 use core::ffi::{c_int, c_void, CStr};
 
 macro_rules! counters {
     ($($variant:ident => $name:literal,)*) => {
-        /// One counter.
+        /// One counter besides the SFC outcomes.
         #[derive(Clone, Copy, Debug)]
         #[repr(usize)]
         pub(crate) enum Counter { $($variant,)* }
@@ -49,7 +51,7 @@ counters! {
     SamplesRecorded => c"samples_recorded",
     SamplesPathChanged => c"samples_path_changed",
     SamplesStale => c"samples_stale",
-    FlowsHpcc => c"flows_started",
+    FlowsStarted => c"flows_started",
     FlowsWithTelemetry => c"flows_with_telemetry",
     FlowsNoState => c"flows_without_state",
     FlowsLimited => c"flows_over_netns_limit",
@@ -60,38 +62,33 @@ counters! {
     CappedByReduction => c"telemetry_capped_by_reduction",
     CappedByDelivery => c"telemetry_capped_by_delivery",
     SfcReceived => c"sfc_received",
-    SfcDisabled => c"sfc_disabled",
-    SfcBadUdp => c"sfc_bad_udp",
-    SfcBadSource => c"sfc_bad_source",
-    SfcLoopback => c"sfc_loopback",
-    SfcTunnel => c"sfc_tunnel",
-    SfcIface => c"sfc_not_on_iface",
-    SfcTtl => c"sfc_bad_ttl",
-    SfcAcl => c"sfc_not_in_acl",
-    SfcLocalSource => c"sfc_local_source",
-    SfcRateLimited => c"sfc_rate_limited",
-    SfcTruncated => c"sfc_truncated",
-    SfcBadHeader => c"sfc_bad_header",
-    SfcNoFlow => c"sfc_no_flow",
-    SfcSeq => c"sfc_seq_out_of_window",
-    SfcDuplicate => c"sfc_duplicate",
-    SfcApplied => c"sfc_applied",
-    SfcDeferred => c"sfc_deferred",
     SfcWindowCuts => c"sfc_window_cuts",
-    SfcAppliedEgress => c"sfc_applied_egress",
-    SfcTableFull => c"sfc_pause_table_full",
-    SfcSourceQuota => c"sfc_source_quota",
     SfcEgressHeld => c"sfc_egress_held",
     SfcNoEdtQdisc => c"sfc_egress_no_edt_qdisc",
 }
 
-/// Number of counters.
-pub(crate) const N: usize = NAMES.len();
+/// Number of counters: [`Counter`]'s, then one per SFC outcome (the
+/// core's table, `sfc::Outcome`, names them).
+pub(crate) const N: usize = NAMES.len() + Outcome::COUNT;
 
 /// Adds one to `c` in `net`.
 #[inline]
 pub(crate) fn inc(net: NetRef, c: Counter) {
     net.state().inc(c as usize);
+}
+
+/// Adds one to the counter of the SFC outcome `o` in `net`.
+#[inline]
+pub(crate) fn inc_outcome(net: NetRef, o: Outcome) {
+    net.state().inc(NAMES.len() + o as usize);
+}
+
+/// Counter `i`'s name.
+fn name(i: usize) -> &'static CStr {
+    match NAMES.get(i) {
+        Some(n) => n,
+        None => i.checked_sub(NAMES.len()).and_then(|j| Outcome::ALL.get(j)).map_or(c"unnamed", |o| o.counter_name()),
+    }
 }
 
 /// Writes `name value\n`.
@@ -115,9 +112,9 @@ pub(crate) unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void
     // netns it holds for as long as the file is open.
     let Some(net) = NetRef::new(unsafe { bindings::hpcc_seq_net(m) }) else { return 0 };
     let st = net.state();
-    for (i, name) in NAMES.iter().enumerate() {
+    for i in 0..N {
         // SAFETY: `m` is this call's seq_file.
-        unsafe { put(m, name, st.sum(i)) };
+        unsafe { put(m, name(i), st.sum(i)) };
     }
     use core::sync::atomic::Ordering::Relaxed;
     // SAFETY: as above.
