@@ -228,41 +228,55 @@ impl Notes {
     }
 }
 
-/// One applied response, for the `tcp_hpcc:hpcc_sample` tracepoint
-/// (`struct hpcc_trace_rec`, field for field).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TraceSample {
-    /// 0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale.
-    pub event: u8,
-    /// Index of the most loaded hop.
-    pub hop: u8,
-    /// Hops in the response.
-    pub n_hops: u8,
-    /// incStage after the sample.
-    pub inc_stage: u8,
-    /// U after the sample, ppm.
-    pub u_ppm: u32,
-    /// The chosen hop's u', ppm.
-    pub sample_u_ppm: u32,
-    /// The chosen hop's queue, bytes.
-    pub qlen: u32,
-    /// W after the sample (and an SFC floor or count cut), bytes.
-    pub window: u32,
-    /// Wc, bytes.
-    pub wc: u32,
-    /// The cwnd before this ACK, segments.
-    pub cwnd: u32,
-    /// Segments in flight.
-    pub inflight: u32,
-    /// Smoothed RTT, µs.
-    pub srtt_us: u32,
-    /// T, µs.
-    pub base_rtt_us: u32,
-    /// The law's pacing rate after the sample, bytes/s.
-    pub pacing_rate: u64,
-    /// Slowest INT link of the path, bytes/s.
-    pub path_rate: u64,
+/// The field list of [`TraceSample`], its one declaration: name, type and
+/// meaning, in the order of `struct hpcc_trace_rec` (include/hpcc_shim.h)
+/// and the `tcp_hpcc:hpcc_sample` tracepoint's entry. `trace_sample_fields!(m)`
+/// calls `m! { field: type, "doc"; ... }`: this file builds the struct, the
+/// kernel glue the C record and its layout assertions, and a host test
+/// (`tests/trace_fields.rs`) checks the C header and the tracepoint.
+macro_rules! trace_sample_fields {
+    ($m:ident) => {
+        $m! {
+            event: u8, "0 recorded, 1 path changed, 2 updated, 3 committed, 4 stale.";
+            hop: u8, "Index of the most loaded hop.";
+            n_hops: u8, "Hops in the response.";
+            inc_stage: u8, "incStage after the sample.";
+            u_ppm: u32, "U after the sample, ppm.";
+            sample_u_ppm: u32, "The chosen hop's u', ppm.";
+            qlen: u32, "The chosen hop's queue, bytes.";
+            window: u32, "W after the sample (and an SFC floor or count cut), bytes.";
+            wc: u32, "Wc, bytes.";
+            cwnd: u32, "The cwnd before this ACK, segments.";
+            inflight: u32, "Segments in flight.";
+            srtt_us: u32, "Smoothed RTT, µs.";
+            base_rtt_us: u32, "T, µs.";
+            pacing_rate: u64, "The law's pacing rate after the sample, bytes/s.";
+            path_rate: u64, "Slowest INT link of the path, bytes/s.";
+        }
+    };
 }
+#[allow(unused_imports)] // used by the kernel crate (rust/tcp_hpcc/cong_ops.rs)
+pub(crate) use trace_sample_fields;
+
+/// Builds [`TraceSample`] from [`trace_sample_fields!`].
+macro_rules! trace_sample_struct {
+    ($($field:ident: $ty:ty, $doc:literal;)*) => {
+        /// One applied response, for the `tcp_hpcc:hpcc_sample` tracepoint
+        /// (`struct hpcc_trace_rec`, field for field).
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        #[repr(C)]
+        pub struct TraceSample {
+            $(#[doc = $doc] pub $field: $ty,)*
+        }
+
+        impl TraceSample {
+            /// Each field's name and Rust type, in order.
+            pub const FIELDS: &[(&str, &str)] = &[$((stringify!($field), stringify!($ty)),)*];
+        }
+    };
+}
+
+trace_sample_fields!(trace_sample_struct);
 
 /// The `tcp_hpcc:hpcc_ctl` record's hook and flags (`enum hpcc_ctl_hook`
 /// and `HPCC_CTL_*` of include/hpcc_shim.h; the kernel glue asserts at

@@ -335,26 +335,23 @@ fn counter(n: Note) -> Counter {
     }
 }
 
-/// The tracepoint's record of a sample.
-fn trace_rec(t: &TraceSample) -> bindings::hpcc_trace_rec {
-    bindings::hpcc_trace_rec {
-        event: t.event,
-        hop: t.hop,
-        n_hops: t.n_hops,
-        inc_stage: t.inc_stage,
-        u_ppm: t.u_ppm,
-        sample_u_ppm: t.sample_u_ppm,
-        qlen: t.qlen,
-        window: t.window,
-        wc: t.wc,
-        cwnd: t.cwnd,
-        inflight: t.inflight,
-        srtt_us: t.srtt_us,
-        base_rtt_us: t.base_rtt_us,
-        pacing_rate: t.pacing_rate,
-        path_rate: t.path_rate,
-    }
+/// The tracepoint's record of a sample, field for field from the core's
+/// one list (`trace_sample_fields!`), which must also be the C record's
+/// layout: asserted at build time, offset by offset.
+macro_rules! trace_record {
+    ($($field:ident: $ty:ty, $doc:literal;)*) => {
+        fn trace_rec(t: &TraceSample) -> bindings::hpcc_trace_rec {
+            bindings::hpcc_trace_rec { $($field: t.$field,)* }
+        }
+
+        const _: () = {
+            use core::mem::{offset_of, size_of};
+            assert!(size_of::<TraceSample>() == size_of::<bindings::hpcc_trace_rec>());
+            $(assert!(offset_of!(TraceSample, $field) == offset_of!(bindings::hpcc_trace_rec, $field));)*
+        };
+    };
 }
+crate::hpcc_core::control::trace_sample_fields!(trace_record);
 
 /// The ACK's rate sample as plain integers.
 fn rate_sample(rs: &bindings::rate_sample) -> RateSample {
