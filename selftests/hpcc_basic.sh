@@ -23,7 +23,7 @@ require_tools ip tc ss iperf3 python3 modprobe insmod rmmod depmod setpriv
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
 ktap_print_header
-ktap_set_plan 11
+ktap_set_plan 12
 trap 'topo_cleanup; pkill -x iperf3 2>/dev/null' EXIT
 ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 
@@ -55,42 +55,54 @@ t_available() {
 }
 ktap_check "hpcc_in_tcp_available_congestion_control" t_available
 
-# 3. parameters are visible, and invalid values are refused.
+# 3. The parameters are the core's knob table (selftests/knob_defaults,
+# rust/hpcc_core/knobs.rs): the same names, each at its default.
+t_params_are_the_table() {
+	local p=/sys/module/tcp_hpcc/parameters have want k v d bad=0
+	have=$(ls "$p" | sort)
+	want=$(knob_names | sort)
+	[ "$have" = "$want" ] || { diff <(echo "$want") <(echo "$have"); return 1; }
+	for k in $(knob_names); do
+		v=$(cat "$p/$k") d=$(knob_default "$k")
+		[ "$v" = "$d" ] || { echo "$k: $v, the table's default $d"; bad=1; }
+	done
+	echo "$(wc -w <<<"$want") parameters, each at the table's default"
+	return $bad
+}
+ktap_check "parameters_are_the_knob_table_at_its_defaults" t_params_are_the_table
+
+# 4. parameters are visible, and invalid values are refused.
 t_params() {
 	local p=/sys/module/tcp_hpcc/parameters
 	local k
 	for k in init_window_bytes fallback_ai_segs fallback_beta min_cwnd_segs max_cwnd_segs; do
 		[ -r "$p/$k" ] || { echo "missing $p/$k"; return 1; }
 	done
-	[ "$(cat $p/fallback_beta)" = 717 ] || { echo "fallback_beta default $(cat $p/fallback_beta)"; return 1; }
-	echo 0 >"$p/init_window_bytes" 2>/dev/null && { echo "init_window_bytes=0 accepted"; return 1; }
+		echo 0 >"$p/init_window_bytes" 2>/dev/null && { echo "init_window_bytes=0 accepted"; return 1; }
 	echo 1024 >"$p/fallback_beta" 2>/dev/null && { echo "fallback_beta=1024 accepted"; return 1; }
 	echo 1 >"$p/min_cwnd_segs" 2>/dev/null && { echo "min_cwnd_segs=1 accepted"; return 1; }
 	echo 100 >"$p/max_cwnd_segs" || return 1
 	echo 200 >"$p/min_cwnd_segs" 2>/dev/null && { echo "min above max accepted"; return 1; }
 	echo garbage >"$p/fallback_ai_segs" 2>/dev/null && { echo "non-number accepted"; return 1; }
-	echo 65535 >"$p/max_cwnd_segs" || return 1
-	[ "$(cat $p/init_window_bytes)" = 14600 ] || { echo "init_window_bytes changed"; return 1; }
+	knob_default max_cwnd_segs >"$p/max_cwnd_segs" || return 1
+	[ "$(cat $p/init_window_bytes)" = "$(knob_default init_window_bytes)" ] || { echo "init_window_bytes changed"; return 1; }
 	# HPCC++ knobs: 0/1 switches and ranges are enforced, valid writes stick.
-	[ "$(cat $p/qlen_min_filter)" = 0 ] || { echo "qlen_min_filter default $(cat $p/qlen_min_filter)"; return 1; }
 	echo 2 >"$p/qlen_min_filter" 2>/dev/null && { echo "qlen_min_filter=2 accepted"; return 1; }
 	echo 2 >"$p/window_validation" 2>/dev/null && { echo "window_validation=2 accepted"; return 1; }
-	[ "$(cat $p/max_increase_pct)" = 110 ] || { echo "max_increase_pct default $(cat $p/max_increase_pct)"; return 1; }
 	echo 100 >"$p/max_increase_pct" 2>/dev/null && { echo "max_increase_pct=100 accepted"; return 1; }
-	[ "$(cat $p/pace_srtt_cap_pct)" = 150 ] || { echo "pace_srtt_cap_pct default $(cat $p/pace_srtt_cap_pct)"; return 1; }
 	echo 99 >"$p/pace_srtt_cap_pct" 2>/dev/null && { echo "pace_srtt_cap_pct=99 accepted"; return 1; }
 	echo 1001 >"$p/pace_srtt_cap_pct" 2>/dev/null && { echo "pace_srtt_cap_pct=1001 accepted"; return 1; }
 	echo 0 >"$p/pace_srtt_cap_pct" && [ "$(cat $p/pace_srtt_cap_pct)" = 0 ] || { echo "pace_srtt_cap_pct=0 refused"; return 1; }
-	echo 150 >"$p/pace_srtt_cap_pct" || return 1
+	knob_default pace_srtt_cap_pct >"$p/pace_srtt_cap_pct" || return 1
 	echo 1 >"$p/qlen_min_filter" && [ "$(cat $p/qlen_min_filter)" = 1 ] || { echo "qlen_min_filter=1 refused"; return 1; }
-	echo 0 >"$p/qlen_min_filter" || return 1
+	knob_default qlen_min_filter >"$p/qlen_min_filter" || return 1
 	dmesg | grep -q 'tcp_hpcc: rejected' || { echo "no pr_warn for rejected value"; return 1; }
 }
 ktap_check "params_visible_and_validated" t_params
 
 topo_line || { ktap_test_fail "topology"; ktap_finished; }
 
-# 4. Restricted like dctcp: right after loading, a netns cannot make hpcc
+# 5. Restricted like dctcp: right after loading, a netns cannot make hpcc
 # its default and an unprivileged socket cannot pick it, while root
 # (CAP_NET_ADMIN) can; once an admin adds it to
 # net.ipv4.tcp_allowed_congestion_control (hpcc_allow), both can.
@@ -122,7 +134,7 @@ t_sysctl() {
 }
 ktap_check "restricted_until_allowed_then_sysctl_selects_hpcc_in_netns" t_sysctl
 
-# 5. per-socket by setsockopt(TCP_CONGESTION), as an unprivileged-style
+# 6. per-socket by setsockopt(TCP_CONGESTION), as an unprivileged-style
 # request from a netns whose default is cubic.
 t_setsockopt() {
 	ip netns exec "$NS_RCV" python3 - <<'EOF'
@@ -136,7 +148,7 @@ EOF
 }
 ktap_check "setsockopt_selects_hpcc" t_setsockopt
 
-# 6-8. A bulk flow through the shaped bottleneck.
+# 7-9. A bulk flow through the shaped bottleneck.
 topo_shape "$RATE_MBIT" "$DELAY_US" "$BUF"
 # The flow, as a function: the utilization check runs it once more if it
 # fails on a host that still carries B (lib.sh ktap_perf_check).
@@ -216,7 +228,7 @@ t_bounded() {
 }
 ktap_check "fallback_window_bounded" t_bounded
 
-# 9-10. A socket using hpcc pins the module; once it is gone, rmmod works.
+# 10-11. A socket using hpcc pins the module; once it is gone, rmmod works.
 topo_cleanup
 sleep 0.5
 python3 - <<'EOF' &

@@ -34,7 +34,7 @@
         one server per port (forked)
   hpcc_flow.py serve ... [--rst]
         --rst: the first connection is reset (SO_LINGER 0) after its first bytes
-  hpcc_flow.py hostile DEV SECONDS [--probe-dscp 11] [--dscp 15] [--ready FILE]
+  hpcc_flow.py hostile DEV SECONDS [--probe-dscp D] [--dscp D] [--ready FILE]
         a lying receiver: answers each probe arriving on DEV with a response
         that claims an idle path (txBytes frozen, queue 0), for SECONDS or
         until SIGTERM; READY is created once it listens
@@ -43,13 +43,13 @@
   hpcc_flow.py reuse DST PORT SPORT SECONDS [--cc ALGO]
         a connection reset by the peer (serve --rst) and kept open, then a
         new one on the same 4-tuple sending for SECONDS
-  hpcc_flow.py storm SECONDS COUNT --src A --dst A [--probe-dscp 11] [--dscp 15]
+  hpcc_flow.py storm SECONDS COUNT --src A --dst A [--probe-dscp D] [--dscp D]
         a hostile storm: up to COUNT packets in SECONDS from a raw socket,
         round-robin over precomputed variants: every malformed response and
         probe the parser knows (truncated, bad magic, version, type, length,
         too many hops, random bytes), well-formed responses and probes for
         4-tuples with no flow or socket, in both DSCPs; prints {"sent"}
-  hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp 15]
+  hpcc_flow.py inject KIND COUNT --src A --dst A --sport P --dport P [--dscp D]
         send COUNT forged responses of one KIND from this netns (raw socket;
         IPv6 if the addresses are):
           wrong_nonce   well-formed response, random nonce
@@ -79,6 +79,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hpcc_wire as W  # noqa: E402
 
 MAGIC, VERSION, T_RESPONSE = W.MAGIC, W.VERSION, W.T_RESPONSE
+
+
+def knob_default(name):
+    """A module parameter's default, from the core's knob table
+    (knob_defaults beside this file, checked against it by a host test)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "knob_defaults")) as f:
+        for line in f:
+            k, _, v = line.strip().partition("=")
+            if k == name:
+                return v
+    raise KeyError(name)
+
+
+PROBE_DSCP, RESPONSE_DSCP = knob_default("probe_dscp"), knob_default("response_dscp")
 INT_HDR, HOP, MAX_HOPS = W.INT_HDR_LEN, W.HOP_LEN, W.MAX_HOPS
 PAYLOAD = W.PAYLOAD_LEN
 
@@ -236,7 +250,7 @@ def inject(argv):
     o = dict(zip(argv[2::2], argv[3::2]))
     src, dst = o["--src"], o["--dst"]
     sport, dport = int(o["--sport"]), int(o["--dport"])
-    dscp = int(o.get("--dscp", "15"))
+    dscp = int(o.get("--dscp", RESPONSE_DSCP))
     # IPPROTO_RAW: we write the IP header (IPv4 or IPv6, by the addresses)
     s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
     for i in range(count):
@@ -292,7 +306,7 @@ def storm(argv):
     secs, count = float(argv[0]), int(argv[1])
     o = dict(zip(argv[2::2], argv[3::2]))
     src, dst = o["--src"], o["--dst"]
-    pd, rd = int(o.get("--probe-dscp", "11")), int(o.get("--dscp", "15"))
+    pd, rd = int(o.get("--probe-dscp", PROBE_DSCP)), int(o.get("--dscp", RESPONSE_DSCP))
     variants = storm_variants(src, dst, pd, rd)
     s = socket.socket(family(src), socket.SOCK_RAW, socket.IPPROTO_RAW)
     t0 = time.monotonic()
@@ -377,8 +391,8 @@ def hostile(argv):
     0, so u' = 0). The module's own answer must be stopped by the caller
     (an nftables rule dropping the probe DSCP before its hook)."""
     dev, secs = argv[0], float(argv[1])
-    dscp = int(argv[argv.index("--dscp") + 1]) if "--dscp" in argv else 15
-    pdscp = int(argv[argv.index("--probe-dscp") + 1]) if "--probe-dscp" in argv else 11
+    dscp = int(argv[argv.index("--dscp") + 1]) if "--dscp" in argv else int(RESPONSE_DSCP)
+    pdscp = int(argv[argv.index("--probe-dscp") + 1]) if "--probe-dscp" in argv else int(PROBE_DSCP)
     ready = argv[argv.index("--ready") + 1] if "--ready" in argv else None
     tx = {socket.AF_INET: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW),
           socket.AF_INET6: socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)}

@@ -24,7 +24,7 @@
 #       switch_id=N    (12 bits)         XORed into pathID
 #       speed=CODE     (default: from the rate, 12 = 100M, 13 = 200M)
 #       delay_us=N     (0)               extra delay after departure
-#       probe_dscp=N   (0x0b)            DSCP of probes to stamp
+#       probe_dscp=N   (probe_dscp's default) DSCP of probes to stamp
 #       bucket=BYTES   (512)             histogram bucket width
 #   intsw_config NS DEV [key=value ...]  change/print config (same keys)
 #   intsw_sfc NS DEV [key=value ...]     Source Flow Control signals from the
@@ -34,7 +34,7 @@
 #       target=BYTES   (trigger/10)      drain target of the pause
 #       suppress_us=N  (200)             per-flow suppression window
 #       rate=N burst=N (100000/s, 64)    the port's token bucket
-#       port=N         (6535)            UDP port of signals
+#       port=N         (sfc_port's default) UDP port of signals
 #       addr4=A addr6=A                  the switch's own source addresses
 #                                        (default 10.255.0.ID, fd00:ff::ID)
 #   intsw_stats NS DEV [--json]          counters, backlog, queue mean/p50/p99/max
@@ -174,7 +174,7 @@ intsw_attach() { # intsw_attach NS DEV [key=value ...]
 		_intsw_log "bpftool prog loadall failed for $ns/$dev"; return 1; }
 	# struct int_sw_cfg (int_switch.h, through intsw.py), written whole: the maps are new.
 	local -A c=([rate_bps]=0 [buffer_bytes]=0 [ecn_k_bytes]=0 [delay_ns]=0 [switch_id]=0
-		[speed_code]=-1 [probe_dscp]=${HPCC_PROBE_DSCP:-11} [hist_bucket_bytes]=512)
+		[speed_code]=-1 [probe_dscp]=${HPCC_PROBE_DSCP:-$(knob_default probe_dscp)} [hist_bucket_bytes]=512)
 	args=$(_intsw_cfg_args "$@") || return 1
 	for a in $args; do
 		k=${a%%=*}
@@ -207,7 +207,7 @@ intsw_sfc() { # intsw_sfc NS DEV [key=value ...]
 	ecn_k=$(echo "$cfg" | tr ' ' '\n' | awk -F= '$1 == "ecn_k_bytes" { print $2 }')
 	buffer=$(echo "$cfg" | tr ' ' '\n' | awk -F= '$1 == "buffer_bytes" { print $2 }')
 	local -A c=([trigger]=$((ecn_k > 0 ? ecn_k : buffer / 4)) [target]= [suppress_us]=200
-		[rate]=100000 [burst]=64 [port]=6535 [addr4]=10.255.0.$id [addr6]=fd00:ff::$id)
+		[rate]=100000 [burst]=64 [port]=$(knob_default sfc_port) [addr4]=10.255.0.$id [addr6]=fd00:ff::$id)
 	for a in "$@"; do
 		k=${a%%=*}
 		v=${a#*=}

@@ -114,7 +114,7 @@ print(f'{len(s)} signals captured, switch sent $SENT_ONE; first: {s[0] if s else
 assert s and len(s) == $SENT_ONE
 for x in s:
     assert x['src'] == '10.255.0.1' and x['ttl'] == 255 and x['ip_csum_ok'] and x['udp_csum_ok'], x
-    assert x['udp_sport'] == 6535 and x['udp_len'] == 8 + 68 and x['len'] == 68, x
+    assert x['udp_sport'] == $(knob_default sfc_port) and x['udp_len'] == 8 + 68 and x['len'] == 68, x
     assert (x['version'], x['family'], x['l4proto'], x['len_field']) == (1, 4, 17, 68), x
     assert (x['speed'], x['switch_id'], x['reserved2'], x['seq']) == (12, 0x101, 0, 0), x
     assert x['saddr'] == '10.1.1.1' and x['daddr'] == '10.0.2.1' and x['dport'] == $PORT, x

@@ -84,8 +84,9 @@ check_probes() { # check_probes NAME...
 	local code files=() n
 	code=$(cat)
 	for n in "$@"; do files+=("$RESULTS/int_switch.$n.json"); done
-	"$PY" - "$code" "${files[@]}" <<'PYEOF'
-import json, sys
+	RESPONSE_DSCP=$(knob_default response_dscp) "$PY" - "$code" "${files[@]}" <<'PYEOF'
+import json, os, sys
+RESPONSE_DSCP = int(os.environ["RESPONSE_DSCP"])
 lines = [[json.loads(l) for l in open(f) if l.strip()] for f in sys.argv[2:]]
 ps = [p for ls in lines for p in ls if "nonce" in p]
 sts = [p for ls in lines for p in ls if "stats_after" in p]
@@ -117,7 +118,7 @@ t_attach() {
 	local cfg
 	cfg=$(intsw_config $SW $PORT)
 	echo "config: $cfg"
-	grep -q "rate_bps=$RATE buffer_bytes=$BUF ecn_k_bytes=0 delay_ns=0 switch_id=257 speed_code=12 probe_dscp=11" <<<"$cfg" || return 1
+	grep -q "rate_bps=$RATE buffer_bytes=$BUF ecn_k_bytes=0 delay_ns=0 switch_id=257 speed_code=12 probe_dscp=$(knob_default probe_dscp)" <<<"$cfg" || return 1
 	intsw_reach ${HPCC_NS}-s1 10.0.2.1 || return 1
 	# bpftool reads the counters by field name (map BTF).
 	bpftool -j map dump pinned "$(intsw_dir $SW $PORT)/port" | "$PY" -c '
@@ -161,13 +162,13 @@ ktap_check_v "probe_stamped_one_hop" t_probe_one_hop
 # 3. Not stamped: a probe with the response DSCP, a response, and a probe
 # whose stack is full (nHop = HPCC_INT_MAX_HOPS), which is counted.
 t_probe_not_stamped() {
-	probes resp_dscp $SW/$PORT --dscp 0x0f --nonce 0x200 || { echo "response-DSCP probe lost"; return 1; }
-	probes response $SW/$PORT --dscp 0x0f --type response --nonce 0x300 || { echo "response lost"; return 1; }
+	probes resp_dscp $SW/$PORT --dscp "$(knob_default response_dscp)" --nonce 0x200 || { echo "response-DSCP probe lost"; return 1; }
+	probes response $SW/$PORT --dscp "$(knob_default response_dscp)" --type response --nonce 0x300 || { echo "response lost"; return 1; }
 	probes full $SW/$PORT --nhop 8 --path-id 0x5a5 --fill 0xa5 --nonce 0x400 || { echo "full probe lost"; return 1; }
 	check_probes resp_dscp response full <<'EOF'
 assert len(ps) == 3
 for p in ps[:2]:
-    assert p["dscp"] == 0x0f and p["nhop"] == 0 and p["path_id"] == 0, p
+    assert p["dscp"] == RESPONSE_DSCP and p["nhop"] == 0 and p["path_id"] == 0, p
     assert all(h == {"speed": 0, "ts": 0, "txb": 0, "qlen": 0} for h in p["hops"]), p
 p = ps[2]
 assert p["nhop"] == 8 and p["path_id"] == 0x5a5, p

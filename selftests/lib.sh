@@ -10,6 +10,16 @@ HPCC_ROOT=${HPCC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 # them, so tests can run side by side; exported, so the scripts a test
 # starts use the same names.
 export HPCC_NS=${HPCC_NS:-$(mktemp -u hpcc-XXXXXX)}
+# The module's parameters and defaults, as the core's knob table declares
+# them (selftests/knob_defaults, checked against it by a host test): tests
+# read defaults here, never as literals.
+HPCC_KNOB_DEFAULTS=${HPCC_KNOB_DEFAULTS:-$(dirname "${BASH_SOURCE[0]}")/knob_defaults}
+knob_default() { # knob_default NAME: its default (empty for a text knob)
+	awk -F= -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }' "$HPCC_KNOB_DEFAULTS"
+}
+knob_names() { # every parameter's name, in table order
+	awk -F= '!/^#/ { print $1 }' "$HPCC_KNOB_DEFAULTS"
+}
 # KTAP output with the names, variables and output of the kernel's
 # tools/testing/selftests/kselftest/ktap_helpers.sh (not sourced: a test host
 # need not have the kernel's source), plus a reason on SKIP and FAIL lines.

@@ -400,6 +400,25 @@ macro_rules! knobs_struct {
     };
 }
 
+/// Every knob's default, one `name=value` line each in table order (a
+/// text knob's value empty), after a comment line: what the tests read
+/// instead of literals (`selftests/knob_defaults`, checked against this by
+/// `tests/knobs_table.rs`) and what `hpcc-replay --knobs` prints.
+pub struct Defaults;
+
+impl fmt::Display for Defaults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# tcp_hpcc's parameters and their defaults, from rust/hpcc_core/knobs.rs (hpcc-replay --knobs)")?;
+        for k in TABLE.iter().chain([&ACL_KNOB, &IFACES_KNOB]) {
+            match k.default {
+                Some(v) => writeln!(f, "{}={v}", k.name)?,
+                None => writeln!(f, "{}=", k.name)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 const FB: FallbackParams = FallbackParams::DEFAULT;
 const H: HpccConfig = HpccConfig::DEFAULT;
 

@@ -50,3 +50,41 @@ fn every_knob_is_in_the_table_once_with_its_default() {
     sorted.dedup();
     assert_eq!(sorted.len(), names.len());
 }
+
+/// The tests' copy of the defaults, `selftests/knob_defaults`: what
+/// `hpcc-replay --knobs` prints (`knobs::Defaults`). `HPCC_UPDATE_README=1`
+/// rewrites it too.
+#[test]
+fn selftests_read_the_knob_tables_defaults() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../selftests/knob_defaults");
+    let want = hpcc_core::knobs::Defaults.to_string();
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    if current != want && std::env::var_os("HPCC_UPDATE_README").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    assert_eq!(current, want, "selftests/knob_defaults differs from the knob table; HPCC_UPDATE_README=1 rewrites it");
+}
+
+/// The README's prose names a few defaults ("`probe_dscp` (default 11)")
+/// and its nftables example the two DSCPs: each must be the table's.
+#[test]
+fn readme_prose_defaults_are_the_tables() {
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let mut seen = 0;
+    for k in TABLE.iter() {
+        let pat = format!("`{}` (default ", k.name);
+        for (i, _) in text.match_indices(&pat) {
+            let rest = &text[i + pat.len()..];
+            let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            assert_eq!(n.parse::<u32>().ok(), k.default, "README: {pat}{n}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "the README names the DSCPs' defaults");
+    let d = Knobs::DEFAULT;
+    let dscps = format!("dscp {{ {}, {} }}", d.probe_dscp, d.response_dscp);
+    let examples = text.matches("dscp {").count();
+    assert_eq!(text.matches(&dscps).count(), examples, "README's nftables example: {dscps}");
+    assert!(examples > 0);
+}

@@ -28,6 +28,7 @@ mod ctl;
 
 const USAGE: &str = "\
 usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
+       hpcc-replay --knobs     tcp_hpcc's parameters and defaults, name=value
 
   --profile module|drafts  the starting point of the flags below: the law as
                            tcp_hpcc.ko runs it with its default parameters
@@ -342,6 +343,10 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--knobs") {
+        print!("{}", hpcc_core::knobs::Defaults);
+        return ExitCode::SUCCESS;
+    }
     if args.iter().any(|a| a == "--ctl") {
         return match run_ctl(&args) {
             Ok(s) => {
