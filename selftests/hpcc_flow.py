@@ -77,22 +77,10 @@ SO_MAX_PACING_RATE = 47
 SO_MARK = 36
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hpcc_wire as W  # noqa: E402
+from hpcc_knobs import knob_default  # noqa: E402
 
 MAGIC, VERSION, T_RESPONSE = W.MAGIC, W.VERSION, W.T_RESPONSE
-
-
-def knob_default(name):
-    """A module parameter's default, from the core's knob table
-    (knob_defaults beside this file, checked against it by a host test)."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "knob_defaults")) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            if k == name:
-                return v
-    raise KeyError(name)
-
-
-PROBE_DSCP, RESPONSE_DSCP = knob_default("probe_dscp"), knob_default("response_dscp")
+PROBE_DSCP, RESPONSE_DSCP = str(knob_default("probe_dscp")), str(knob_default("response_dscp"))
 INT_HDR, HOP, MAX_HOPS = W.INT_HDR_LEN, W.HOP_LEN, W.MAX_HOPS
 PAYLOAD = W.PAYLOAD_LEN
 

@@ -74,16 +74,6 @@ def _wire():
     return hpcc_wire
 
 
-def knob_default(name):
-    """A module parameter's default, from the core's knob table
-    (knob_defaults beside this file, checked against it by a host test)."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "knob_defaults")) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            if k == name:
-                return int(v)
-    raise KeyError(name)
-
 # ---- map layouts, read from selftests/int_switch.h ---------------------------
 
 class Layout:
@@ -580,6 +570,8 @@ def probe(argv):
     ap.add_argument("--dst", required=True)
     ap.add_argument("--sport", type=int, default=40000)
     ap.add_argument("--dport", type=int, default=5201)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from hpcc_knobs import knob_default
     ap.add_argument("--dscp", type=lambda x: int(x, 0), default=knob_default("probe_dscp"))
     ap.add_argument("--type", choices=["probe", "response"], default="probe")
     ap.add_argument("--nhop", type=int, default=0)
