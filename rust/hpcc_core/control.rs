@@ -11,7 +11,7 @@
 //!
 //! State lives in two places, as in the kernel:
 //!
-//! * [`SockCtl`], 48 bytes of integers in the socket's `icsk_ca_priv`: the
+//! * [`SockCtl`], integers in the socket's `icsk_ca_priv`: the
 //!   fallback law, `undo` state, the delivered-BDP bound, the window the
 //!   connection started with, and when to retry allocating telemetry state;
 //! * [`FlowCtl`], in the flow's out-of-line object, allocated the first

@@ -33,7 +33,7 @@ pub const DELIVERY_GAIN: u32 = 2;
 pub const DELIVERY_WINDOW_RTTS: u64 = 10;
 
 /// The largest delivered BDP of the last [`DELIVERY_WINDOW_RTTS`] round
-/// trips, in segments. 16 bytes, for `icsk_ca_priv`.
+/// trips, in segments. Integers only, for `icsk_ca_priv`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeliveryBound {
     /// The maximum, segments per minimum RTT (0: no sample yet).

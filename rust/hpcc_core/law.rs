@@ -88,10 +88,10 @@
 //!
 //! # State size
 //!
-//! `size_of::<HpccFlow>()` is 264 bytes on 64-bit targets (8 hop records
-//! of 24 bytes plus 72 bytes of scalars); it does not fit
-//! `ICSK_CA_PRIV_SIZE` (104 bytes) and is meant to live in a separately
-//! allocated per-socket object.
+//! [`HpccFlow`] holds a record per possible hop ([`wire::MAX_HOPS`]) and
+//! the scalars (`tests/law.rs` pins its size); it does not fit
+//! `ICSK_CA_PRIV_SIZE` and is meant to live in a separately allocated
+//! per-socket object.
 
 use super::fixed::{
     div_wide, mul_wide, ratio_shl, ETA_SCALE, MAX_RATE_BPS, U_MAX, U_ONE, U_SHIFT, WIN_SHIFT,

@@ -13,7 +13,7 @@
 //! * [`params`]: [`params::HpccConfig`] (what an operator sets) and its
 //!   validation into [`params::HpccParams`] (fixed-point constants
 //!   precomputed once).
-//! * [`law`]: [`law::HpccFlow`], the per-flow state (264 bytes) and the
+//! * [`law`]: [`law::HpccFlow`], the per-flow state and the
 //!   control law: MeasureInflight, ComputeWind, NewAck / NewINT, path
 //!   changes, stale samples.
 //! * [`wire`]: the Figure-4 INT stack (layout, units, rate codes),
@@ -50,10 +50,10 @@
 //! Host tools that already have full-width counters call
 //! [`law::HpccFlow::on_sample`] with a [`law::Sample`].
 //!
-//! Cost of one update (release, x86-64, callgrind instructions /
-//! wall-clock on a busy 2-core host, `rust/tools/bench/cost.sh`): 1 hop 494 Ir /
-//! 47 ns full-width, 806 Ir / 78 ns from the wire; 5 hops 1232 Ir / 103 ns
-//! full-width, 1840 Ir / 141 ns from the wire.
+//! What one update costs is measured by `rust/tools/bench/cost.sh`
+//! (docs/results.md, "Cost of one law update").
+
+#![forbid(unsafe_code)]
 
 pub mod control;
 pub mod fallback;
