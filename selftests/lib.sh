@@ -94,10 +94,8 @@ ktap_check_unless() {
 #
 # Throughput assertions (utilization of B, throughput kept under load) only
 # mean something if the VM itself is not the bottleneck. Under TCG that
-# depends on the host, and on a shared host it changes within one run: one
-# CI boot measured Linux cubic at 91 Mbit/s through the tbf reference and,
-# a minute later, the same cubic at 49% of B through the emulator, with
-# dctcp and the two-hop flow slowed down in the same minute.
+# depends on the host, and on a shared host it changes within one run
+# (docs/testing.md, "Throughput checks on an emulated host").
 #
 # The reference: Linux cubic (iperf3, 4 s) through a 100 Mbit/s tbf
 # bottleneck with a 2 BDP drop-tail buffer and a 2 ms base RTT must reach

@@ -389,16 +389,15 @@ pub fn pacing_shift(k: &Knobs, base_rtt_ns: u64) -> u8 {
 /// `gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)`: 8 KB more at a 2 ms
 /// minimum RTT and the whole 64 KB below 512 µs, whatever the shift. A
 /// flow's probe leaves ahead of its own burst, so it never sees that burst
-/// queued, while every other flow's probes do: measured, three flows of a
-/// late join read a queue of 3.2 kB and U above η while the fourth, whose
-/// 3-segment bursts built that queue, read 0.9 kB and kept growing (Jain
-/// 0.5 for seconds). With TSO skbs of this size: 0.9 kB each, Jain ≥ 0.95.
+/// queued, while every other flow's probes do: the flow with the largest
+/// bursts reads the smallest queue and keeps growing, and fairness after
+/// a join suffers. With TSO skbs of this size every flow's probes see the
+/// same queue (docs/results.md#measurements-behind-the-controllers-rules).
 ///
 /// Only while telemetry sets the window: `sk_gso_max_segs` also sizes the
 /// skbs `sendmsg` builds, and a connection's first writes, before its
-/// first response, then stay in large skbs (measured: sixteen senders of
-/// an incast, each writing one message of up to 256 KB in one-segment
-/// skbs, took 3.6 ms instead of 1.1 ms to start in the VM's one CPU).
+/// first response, would otherwise be built of one-segment skbs, which
+/// costs a sender's CPU the time it needs to start.
 pub fn tso_segs(pacing_rate: u64, shift: u8, mss: u32) -> u16 {
     let bytes = pacing_rate.checked_shr(u32::from(shift)).unwrap_or(0);
     u16::try_from(bytes / u64::from(mss.max(1))).unwrap_or(u16::MAX).max(1)
@@ -807,9 +806,8 @@ impl SockCtl {
     /// but for a loss within the longest pause and two smoothed RTTs of an
     /// SFC window cut: its packets left before the cut, which answered the
     /// same congestion, so the cut window stays (TCP too reduces once per
-    /// window of data). Measured: a 4:1 incast's flows, cut to their share
-    /// and then halved again by the first window's losses, recovered at 2
-    /// segments per RTT for 26 ms.
+    /// window of data). Halving a window already cut to its share leaves
+    /// the flow to recover at the fallback's additive increase (docs/results.md#measurements-behind-the-controllers-rules).
     pub fn ssthresh(&mut self, k: &Knobs, c: &Conn) -> u32 {
         self.prior_cwnd = c.cwnd;
         if c.now_ns < self.sfc_cut_until_ns {

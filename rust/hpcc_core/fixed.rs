@@ -36,8 +36,8 @@
 //!   10^-6 for `U ≥ 2^-10`, below 10^-3 for `U ≥ 2^-20`. Because
 //!   `W ≤ max_window`, an unclamped `W` implies `U ≥ eta·Wc/max_window`,
 //!   so the error can only grow large when `Wc` is below 2^-20 of
-//!   `max_window`. (Measured worst case against the `f64` model over 10^7
-//!   random events: see the closing note of rust/hpcc_core/tests/prop.rs.)
+//!   `max_window`. (The worst case measured against the `f64` model is in
+//!   docs/design.md, "The HPCC++ core".)
 //! * Committed `Wc` keeps its 16 fractional bits, so rounding does not
 //!   accumulate as whole bytes across commits (≤ 2^-16 bytes per commit).
 //! * Pacing `R = W/T` uses a reciprocal `floor(10^9·2^32/T)` precomputed

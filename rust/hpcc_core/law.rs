@@ -216,8 +216,8 @@ pub const USED_WINDOW_GAIN: u64 = 2;
 /// sustains when the RTT is T. When host or queueing delay makes the
 /// smoothed RTT several T, `W/T` is several times what `W` delivers per
 /// RTT: a flow then sends its window in bursts at that rate, and after a
-/// host stall every flow does so at once (measured: four flows pacing at
-/// 1.85 B in total for 0.8 B of throughput). A cap at a small multiple of
+/// host stall every flow does so at once, pacing well above B in total
+/// (docs/results.md#measurements-behind-the-controllers-rules). A cap at a small multiple of
 /// `W/srtt` keeps a flow's bursts near its real rate; with srtt ≈ T it is
 /// above `W/T` and changes nothing.
 pub fn srtt_pacing_cap(window_bytes: u32, pct: u32, srtt_us: u32) -> u64 {

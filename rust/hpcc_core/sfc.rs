@@ -1016,9 +1016,8 @@ impl Rules {
 ///
 /// Nor does the law's own reaction compound with a cut: the responses
 /// whose probes crossed the port before the signalled queue drained
-/// report that queue again, and the law would cut for it a second time
-/// (measured: a 4:1 incast's flows cut to the share, then to 0.6 of it,
-/// ran the port at U 0.55-0.75 for 40 ms). Until the reported queue has
+/// report that queue again, and the law would cut for it a second time,
+/// leaving the port underused for many RTTs (docs/results.md#measurements-behind-the-controllers-rules). Until the reported queue has
 /// drained at the port's rate, plus T, W stays at least at the cut
 /// ([`WindowCut::floor`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -1143,8 +1142,8 @@ impl WindowCut {
     /// A response was applied; `congested`: it showed the port at or
     /// above eta. Signals alone (a storm from an allowed source, or a
     /// switch that disagrees with the telemetry) then cut once per
-    /// episode rather than once per T: measured, a 2 s storm otherwise
-    /// left the flow at the minimum window.
+    /// episode rather than once per T, or a long storm would hold the flow
+    /// at the minimum window.
     pub fn on_sample(&mut self, congested: bool) {
         self.renew |= congested;
         self.confirmed |= congested;
