@@ -268,3 +268,23 @@ fn ctl_capture_with_the_modules_parameters_replays() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
 }
+
+/// A controller trace captured in the VM (`hpcc_ctl_trace.sh`, default
+/// knobs, three connections) before the kernel glue's hooks became `impl
+/// Algorithm for Hpcc`: the controller must still decide every hook of it
+/// exactly as the module did then. A trace taken after a refactor would
+/// only check the new code against itself.
+#[test]
+fn vm_trace_captured_before_the_cong_abstraction_replays_exactly() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
+    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
+    assert!(xz.status.success(), "xz -dc {path}");
+    let trace = String::from_utf8(xz.stdout).unwrap();
+    let o = replay(&["--ctl"], &trace);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(s["mismatches"], 0, "{s}");
+    assert_eq!(s["records"], 6047, "{s}");
+    assert!(s["acks"].as_u64().unwrap() > 5000 && s["responses"].as_u64().unwrap() > 1000, "{s}");
+}
