@@ -46,6 +46,13 @@ use core::ffi::{c_int, c_uint, c_void};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
+/// A random nonce for a probe.
+#[inline]
+pub(crate) fn random_u32() -> u32 {
+    // SAFETY: get_random_u32() has no preconditions.
+    unsafe { bindings::get_random_u32() }
+}
+
 /// Host clock in ns (CLOCK_MONOTONIC, as TCP's and eBPF's).
 #[inline]
 pub(crate) fn now_ns() -> u64 {

@@ -1,7 +1,7 @@
 //! The controller: every decision `hpcc` makes for a connection, as a pure
 //! function of what the connection shows.
 //!
-//! The kernel glue (`rust/tcp_hpcc/cong_ops.rs`) reads a [`Conn`] (and the ACK's
+//! The kernel glue (`rust/tcp_hpcc/hpcc.rs`) reads a [`Conn`] (and the ACK's
 //! [`RateSample`], the flow's newest validated [`Response`] and its
 //! [`SfcState`]) out of the socket, calls one method here, and applies the
 //! decision it gets back: cwnd, pacing rate, whether to probe, whether to
@@ -255,7 +255,7 @@ macro_rules! trace_sample_fields {
         }
     };
 }
-#[allow(unused_imports)] // used by the kernel crate (rust/tcp_hpcc/cong_ops.rs)
+#[allow(unused_imports)] // used by the kernel crate (rust/tcp_hpcc/hpcc.rs)
 pub(crate) use trace_sample_fields;
 
 /// Builds [`TraceSample`] from [`trace_sample_fields!`].
@@ -771,6 +771,11 @@ pub struct SockCtl {
 }
 
 impl SockCtl {
+    /// The fewest segments in a TSO skb (`min_tso_segs`): one, so that
+    /// with the flow's pacing shift TCP sends bursts of about `2^-shift` s
+    /// of the pacing rate instead of at least two segments.
+    pub const MIN_TSO_SEGS: u32 = 1;
+
     /// A connection starts (or switches to) `hpcc`. `has_sent_data`: it
     /// has sent data before (then it keeps its possibly reduced window
     /// rather than taking the initial one).

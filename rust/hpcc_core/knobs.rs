@@ -100,9 +100,9 @@ impl Range {
     pub fn relation_holds(&self, v: u32, all: &Knobs) -> bool {
         match self.rel {
             Rel::None => true,
-            Rel::AtMost(k) => all.get(k).is_none_or(|o| v <= o),
-            Rel::AtLeast(k) => all.get(k).is_none_or(|o| v >= o),
-            Rel::Differs(k) => all.get(k).is_none_or(|o| v != o),
+            Rel::AtMost(k) => all.get(k).map_or(true, |o| v <= o),
+            Rel::AtLeast(k) => all.get(k).map_or(true, |o| v >= o),
+            Rel::Differs(k) => all.get(k).map_or(true, |o| v != o),
         }
     }
 

@@ -35,6 +35,7 @@ use crate::hpcc_core::control::{FlowCtl, TraceSample};
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
 use crate::hpcc_core::sfc::{ReplayFilter, Signal};
 use crate::netns::NetRef;
+use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
 use core::ffi::{c_uint, c_void};
@@ -330,6 +331,8 @@ pub(crate) struct FlowObj {
     pub(crate) mailbox: Mailbox,
     pub(crate) sfc: SfcMail,
     pub(crate) view: FlowView,
+    /// The hook-owned part: the flow's controller state.
+    // INVARIANT: borrowed only through the owner socket's `FlowSlot::get`.
     owned: UnsafeCell<Owned>,
     /// Released after this netns's pernet exit ran (a kernel socket of a
     /// subsystem whose exit runs after ours): the RCU callback must not
@@ -358,8 +361,8 @@ impl FlowObj {
     /// Allocates the flow state of socket `sk` in `net` and publishes it
     /// in the table, if the netns admits one more (`limit`:
     /// `max_flows_per_netns`).
-    pub(crate) fn create(
-        sk: *const bindings::sock,
+    fn create(
+        tp: &TcpSock<'_>,
         net: NetRef,
         tuple: &Tuple,
         owned: Owned,
@@ -381,8 +384,10 @@ impl FlowObj {
                 return Err(NoState::Churn);
             }
         }
-        // SAFETY: `sk` is the live socket of the calling hook; the object
-        // comes uninitialised from a cache sized and aligned for FlowObj.
+        let sk = tp.as_sock();
+        // SAFETY: `sk` is the live socket of the calling hook (`tp`'s
+        // invariant); the object comes uninitialised from a cache sized and
+        // aligned for FlowObj.
         let Some(raw) = NonNull::new(unsafe { bindings::hpcc_flow_alloc(sk) }.cast::<FlowObj>()) else {
             undo();
             return Err(NoState::NoMemory);
@@ -464,25 +469,13 @@ impl FlowObj {
         self.owner == sk as usize
     }
 
-    /// The hook-owned part.
-    ///
-    /// # Safety
-    ///
-    /// Only the socket's congestion-control hooks may call this (TCP
-    /// serialises them), and the result must not outlive the hook call.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn owned(&self) -> &mut Owned {
-        // SAFETY: the caller guarantees exclusive, serialised access.
-        unsafe { &mut *self.owned.get() }
-    }
-
     /// Unpublishes the flow and frees it after an RCU grace period.
     ///
     /// # Safety
     ///
     /// `obj` came from [`FlowObj::create`], is released exactly once, and
     /// the caller drops every reference to it.
-    pub(crate) unsafe fn release(obj: NonNull<FlowObj>) {
+    unsafe fn release(obj: NonNull<FlowObj>) {
         let hdr = obj.as_ptr().cast::<bindings::hpcc_flow_hdr>();
         // SAFETY: `obj` is live until the RCU callback runs (caller
         // contract); `net` is immutable.
@@ -505,6 +498,68 @@ impl FlowObj {
             bindings::hpcc_flow_remove(hdr);
             bindings::hpcc_flow_list_del(st.flow_list.get(), hdr);
             bindings::hpcc_flow_call_rcu(hdr);
+        }
+    }
+}
+
+/// A socket's hold on its [`FlowObj`], kept in the socket's
+/// congestion-control state: the one way to reach the object's
+/// hook-owned part ([`Owned`]).
+///
+/// # Invariants
+///
+/// 0, or the address of a [`FlowObj`] that [`FlowSlot::create`] made for
+/// a socket and that has not been released. The slot lives in that
+/// socket's `icsk_ca_priv` and only the socket's congestion-control hooks,
+/// which TCP serialises, touch it. (A slot copied into another socket, as
+/// a clone of a listener would copy it, is never used: [`FlowSlot::get`]
+/// compares the owner before it hands anything out, and a listener sends
+/// no data, so it never has a flow.)
+#[derive(Default, Clone, Copy, kernel::prelude::Zeroable)]
+pub(crate) struct FlowSlot {
+    addr: usize,
+}
+
+impl FlowSlot {
+    /// The flow object of socket `tp`, and its hook-owned part, if it has one.
+    pub(crate) fn get(&mut self, tp: &TcpSock<'_>) -> Option<(&FlowObj, &mut Owned)> {
+        let p = NonNull::new(self.addr as *mut FlowObj)?;
+        // SAFETY: a live FlowObj (type invariant): released only through
+        // `release`, which takes `&mut self` and so cannot run while the
+        // returned borrows live.
+        let obj = unsafe { p.as_ref() };
+        if !obj.owned_by(tp.as_sock()) {
+            return None;
+        }
+        // SAFETY: `owned` is reached only through the owner's slot (here),
+        // and `&mut self` makes this the only borrow of it.
+        let owned = unsafe { &mut *obj.owned.get() };
+        Some((obj, owned))
+    }
+
+    /// Allocates the flow state of socket `tp` in `net` and publishes it,
+    /// if the netns admits one more (`limit`: `max_flows_per_netns`). A
+    /// slot that already holds the socket's flow is left as it is.
+    pub(crate) fn create(&mut self, tp: &TcpSock<'_>, net: NetRef, tuple: &Tuple, owned: Owned, limit: u32) -> Result<(), NoState> {
+        if self.get(tp).is_some() {
+            return Ok(());
+        }
+        let p = FlowObj::create(tp, net, tuple, owned, limit)?;
+        // INVARIANT: made for `tp` just now.
+        self.addr = p.as_ptr() as usize;
+        Ok(())
+    }
+
+    /// Releases the flow state of socket `tp` (freed after an RCU grace
+    /// period) and empties the slot.
+    pub(crate) fn release(&mut self, tp: &TcpSock<'_>) {
+        let owner = self.get(tp).is_some();
+        let addr = core::mem::take(&mut self.addr);
+        if let (true, Some(p)) = (owner, NonNull::new(addr as *mut FlowObj)) {
+            // SAFETY: made by `create` for this socket (type invariant and the
+            // owner check); emptying the slot makes this the only release,
+            // and no borrow from `get` can be alive (`&mut self`).
+            unsafe { FlowObj::release(p) };
         }
     }
 }

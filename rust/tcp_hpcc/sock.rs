@@ -6,26 +6,31 @@
 //! the top of a hook; the rest of the module only sees [`TcpSock`].
 
 use crate::bindings;
+use crate::hpcc_core::control::{GsoCap, SockCtl};
+use kernel::init::Zeroable;
 use core::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use core::{marker::PhantomData, ptr::NonNull};
 
-/// Per-socket congestion-control state stored in `icsk_ca_priv`.
-///
-/// # Safety
-///
-/// Implementors must be plain integer data: valid for every bit pattern
-/// (TCP zeroes `icsk_ca_priv` before calling `init`, and we never run drop
-/// glue on it), at most `ICSK_CA_PRIV_SIZE` bytes and at most 8-byte aligned.
-pub(crate) unsafe trait CaPriv: Sized {}
+// SAFETY: `SockCtl` is `repr(C)` and made of integers only (its parts,
+// `Fallback` and `DeliveryBound`, too): all-zero is a valid value, which is
+// what a socket's `icsk_ca_priv` holds before `init`.
+unsafe impl Zeroable for SockCtl {}
+
+// SAFETY: two `u16`s; all-zero means "nothing applied yet".
+unsafe impl Zeroable for GsoCap {}
 
 /// A TCP socket handed to one of our `tcp_congestion_ops` hooks.
 ///
-/// Invariant: `tp` points to a live `struct tcp_sock` for `'a`, and the TCP
-/// stack serialises our hooks on it (they run with the socket owned, under
-/// the socket lock or in the softirq that holds it). Fields are read and
+/// # Invariants
+///
+/// `tp` points to a live `struct tcp_sock` for `'a`, and the TCP stack
+/// serialises our hooks on it (they run with the socket owned, under the
+/// socket lock or in the softirq that holds it). Fields are read and
 /// written through raw field pointers, never through a reference to the
 /// whole socket, because other kernel paths may touch other fields at the
-/// same time.
+/// same time. No method reads or writes `icsk_ca_priv`, the algorithm's
+/// own state (`cong::Sock` owns that); [`TcpSock::ca_priv`] only computes
+/// its address.
 pub(crate) struct TcpSock<'a> {
     tp: NonNull<bindings::tcp_sock>,
     _hook: PhantomData<&'a mut bindings::tcp_sock>,
@@ -50,7 +55,7 @@ macro_rules! set {
 }
 
 impl<'a> TcpSock<'a> {
-    /// Wraps the socket a hook received. Returns `None` for a null pointer.
+    /// Wraps the socket a hook received.
     ///
     /// # Safety
     ///
@@ -58,11 +63,20 @@ impl<'a> TcpSock<'a> {
     /// `tcp_congestion_ops` hooks (so it is a `struct tcp_sock`, which starts
     /// with its `struct sock`), and the result must not outlive that call.
     #[inline]
-    pub(crate) unsafe fn from_hook(sk: *mut bindings::sock) -> Option<Self> {
-        NonNull::new(sk.cast::<bindings::tcp_sock>()).map(|tp| Self {
-            tp,
-            _hook: PhantomData,
-        })
+    pub(crate) unsafe fn from_raw(sk: NonNull<bindings::sock>) -> Self {
+        // INVARIANT: a live tcp_sock for the hook's duration (caller contract).
+        Self { tp: sk.cast(), _hook: PhantomData }
+    }
+
+    /// The address of `icsk_ca_priv`, the congestion-control private area
+    /// (8-byte aligned, `HPCC_ICSK_CA_PRIV_SIZE` bytes).
+    #[inline]
+    pub(crate) fn ca_priv(&self) -> NonNull<u64> {
+        // SAFETY: `tp` is a live tcp_sock (type invariant); only the field's
+        // address is computed, nothing is read.
+        let p = unsafe { core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_ca_priv) };
+        // A field of a non-null object is not null.
+        NonNull::new(p.cast::<u64>()).unwrap_or(NonNull::dangling())
     }
 
     /// The congestion window in segments (`snd_cwnd`).
@@ -328,23 +342,6 @@ impl<'a> TcpSock<'a> {
         // SAFETY: `tp` is a live tcp_sock owned by this hook (type
         // invariant), which is the shim's requirement.
         unsafe { bindings::hpcc_tcp_pause(self.tp.as_ptr().cast(), until_ns) }
-    }
-
-    /// The congestion-control private area, typed.
-    #[inline]
-    pub(crate) fn ca<T: CaPriv>(&mut self) -> &mut T {
-        const {
-            assert!(core::mem::size_of::<T>() <= bindings::HPCC_ICSK_CA_PRIV_SIZE as usize);
-            assert!(core::mem::align_of::<T>() <= 8);
-        }
-        // SAFETY: `icsk_ca_priv` is a `[u64; N]` inside the live socket (type
-        // invariant), so it is 8-byte aligned and large enough for `T` (checked
-        // above). Only our own hooks use this area and TCP serialises them on
-        // this socket, so the exclusive borrow, tied to `&mut self`, is unique.
-        // `T: CaPriv` is valid for any bit pattern, including TCP's zeroing.
-        unsafe {
-            &mut *core::ptr::addr_of_mut!((*self.tp.as_ptr()).inet_conn.icsk_ca_priv).cast::<T>()
-        }
     }
 }
 

@@ -7,7 +7,10 @@
 //! * [`hpcc_core`]: the pure `no_std` HPCC++ core and the no-telemetry
 //!   fallback, shared verbatim with the host crate that tests them.
 //! * `sock`: the one safe wrapper over the `struct sock *` a hook receives.
-//! * `cong_ops`: the `tcp_congestion_ops` registration and its hooks.
+//! * `cong`: the safe congestion-control abstraction (`Algorithm`, its
+//!   adapter and registration), in the shape of Rust-for-Linux's.
+//! * `hpcc`: `impl Algorithm for Hpcc`, the hooks, in safe code.
+//! * `trace`: the controller tracepoint's switch and record.
 //! * `flow`: per-flow telemetry state, its table and mailbox.
 //! * `netns`: per-network-namespace state (counters, flow counts) and the
 //!   per-netns setup (netfilter hook, the proc files).
@@ -20,9 +23,10 @@
 use kernel::prelude::*;
 
 mod bindings;
-mod cong_ops;
+mod cong;
 mod diag;
 mod flow;
+mod hpcc;
 #[path = "../hpcc_core/mod.rs"]
 pub mod hpcc_core;
 mod netns;
@@ -32,6 +36,7 @@ mod probe_tx;
 mod sfc_rx;
 mod sock;
 mod stats;
+mod trace;
 
 module! {
     type: TcpHpcc,
@@ -46,7 +51,7 @@ module! {
 /// netfilter hook, counters and proc file, then pending RCU frees of flow
 /// state finish, and last the flow table and its slab cache go.
 struct TcpHpcc {
-    _ops: cong_ops::Registration,
+    _ops: cong::Registration<hpcc::Hpcc>,
     _netns: netns::Registration,
     _rcu: RcuBarrier,
     _table: flow::table::Table,
@@ -63,11 +68,11 @@ impl Drop for RcuBarrier {
 }
 
 impl kernel::Module for TcpHpcc {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let table = flow::table::Table::new()?;
         let netns = netns::Registration::register()?;
-        let ops = cong_ops::Registration::register()?;
-        pr_info!("registered congestion control \"{}\"\n", cong_ops::NAME);
+        let ops = cong::Registration::register(&hpcc::OPS, module)?;
+        pr_info!("registered congestion control \"{}\"\n", <hpcc::Hpcc as cong::Algorithm>::NAME);
         Ok(Self {
             _ops: ops,
             _netns: netns,
