@@ -137,7 +137,7 @@ impl RxSkb {
 }
 
 /// Counts a malformed probe or response.
-fn count_malformed(net: NetRef, e: ProbeError) {
+fn count_malformed(net: NetRef<'_>, e: ProbeError) {
     inc(net, match e {
         ProbeError::Truncated => Counter::MalformedTruncated,
         ProbeError::Fragment | ProbeError::BadHeader => Counter::MalformedHeader,
@@ -148,7 +148,7 @@ fn count_malformed(net: NetRef, e: ProbeError) {
 
 /// Receiver: answers a probe (received as `rx`) of an established
 /// connection, routed as that connection's data.
-fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>, now: u64) {
+fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ProbesReceived);
     let t = &p.tuple;
     let dscp = params::dscps().1;
@@ -199,7 +199,7 @@ fn on_probe(net: NetRef, rx: &RxSkb, p: &Packet<'_>, now: u64) {
 const MAX_RESPONSE_AGE_NS: u64 = 1_000_000_000;
 
 /// Sender: validates a response and hands it to its flow.
-fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
+fn on_response(net: NetRef<'_>, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ResponsesReceived);
     match wire::parse(p.int) {
         Err(WireError::TooManyHops) => return inc(net, Counter::ResponsesTooManyHops),
@@ -240,17 +240,19 @@ fn on_response(net: NetRef, p: &Packet<'_>, now: u64) {
 ///
 /// # Safety
 ///
-/// `state` is null or the hook's valid state.
-unsafe fn hook_args(
+/// `state` is null or the hook's valid state, and the result does not
+/// outlive the hook (`'a`).
+unsafe fn hook_args<'a>(
     skb: *mut bindings::sk_buff,
     state: *const bindings::nf_hook_state,
-) -> Option<(NonNull<bindings::sk_buff>, NetRef)> {
+) -> Option<(NonNull<bindings::sk_buff>, NetRef<'a>)> {
     if state.is_null() {
         return None;
     }
     // SAFETY: netfilter passes a valid state for the duration of the hook
-    // (caller contract), checked non-null above.
-    Some((NonNull::new(skb)?, NetRef::new(unsafe { (*state).net })?))
+    // (caller contract), checked non-null above; its netns, in which our
+    // pernet init registered the hook, lives for the hook's duration ('a).
+    Some((NonNull::new(skb)?, unsafe { NetRef::from_raw((*state).net) }?))
 }
 
 /// The netfilter LOCAL_IN hook.

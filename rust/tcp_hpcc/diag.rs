@@ -108,6 +108,6 @@ unsafe extern "C" fn hpcc_flow_show(m: *mut bindings::seq_file, h: *const bindin
         seq.print(format_args!("local remote u_ppm w wc t_us stage cwnd pacing_Bps age_us hops hop pause_us\n"));
         return;
     };
-    let (_, t) = flow.key();
+    let t = flow.tuple();
     line(&seq, flow, &t, now_ns());
 }

@@ -324,9 +324,12 @@ pub(crate) struct FlowObj {
     hdr: Opaque<bindings::hpcc_flow_hdr>,
     /// The socket that owns this object (compared, never dereferenced).
     owner: usize,
-    /// The socket's netns, which outlives the object (`netns::pernet_exit`
-    /// waits for pending frees).
-    net: NetRef,
+    /// The socket's netns.
+    // INVARIANT: alive, with our state, until the object is freed, unless
+    // `detached` (`netns::pernet_exit` waits for pending frees; a release
+    // after it detaches the object, and then the RCU callback does not
+    // touch the netns).
+    net: NonNull<bindings::net>,
     pub(crate) nonces: NonceRing,
     pub(crate) mailbox: Mailbox,
     pub(crate) sfc: SfcMail,
@@ -346,7 +349,7 @@ pub(crate) struct FlowObj {
 }
 
 /// The table key of (`net`, `tuple`).
-fn key_of(net: NetRef, t: &Tuple) -> bindings::hpcc_flow_key {
+fn key_of(net: NetRef<'_>, t: &Tuple) -> bindings::hpcc_flow_key {
     bindings::hpcc_flow_key {
         net: net.key(),
         saddr: t.saddr,
@@ -363,7 +366,7 @@ impl FlowObj {
     /// `max_flows_per_netns`).
     fn create(
         tp: &TcpSock<'_>,
-        net: NetRef,
+        net: NetRef<'_>,
         tuple: &Tuple,
         owned: Owned,
         limit: u32,
@@ -407,7 +410,7 @@ impl FlowObj {
                     net_node,
                 }),
                 owner: sk as usize,
-                net,
+                net: net.as_non_null(),
                 nonces: NonceRing::new(),
                 mailbox: Mailbox::new(),
                 sfc: SfcMail::new(),
@@ -454,14 +457,13 @@ impl FlowObj {
         unsafe { &mut *self.sfc_replay.get() }.first_time(s)
     }
 
-    /// The netns and 4-tuple the object is published under.
-    pub(crate) fn key(&self) -> (NetRef, Tuple) {
+    /// The 4-tuple the object is published under.
+    pub(crate) fn tuple(&self) -> Tuple {
         // SAFETY: `key` is written before publication and never after
         // (only `node` and `rcu` are); it is read through the raw pointer,
         // without a reference to the header's mutable members.
         let k = unsafe { core::ptr::addr_of!((*self.hdr.get()).key).read() };
-        let t = Tuple { saddr: k.saddr, daddr: k.daddr, sport: u16::from_be(k.sport), dport: u16::from_be(k.dport) };
-        (self.net, t)
+        Tuple { saddr: k.saddr, daddr: k.daddr, sport: u16::from_be(k.sport), dport: u16::from_be(k.dport) }
     }
 
     /// Whether this object belongs to socket `sk`.
@@ -480,6 +482,11 @@ impl FlowObj {
         // SAFETY: `obj` is live until the RCU callback runs (caller
         // contract); `net` is immutable.
         let net = unsafe { (*obj.as_ptr()).net };
+        // SAFETY: not yet detached, so the netns and our state are alive
+        // (field invariant) for this call: a socket's release runs before
+        // its netns's state is freed (at the latest from a later pernet
+        // exit, before the netns core frees the generic area).
+        let Some(net) = (unsafe { NetRef::from_raw(net.as_ptr()) }) else { return };
         let st = net.state();
         // With `netns::pernet_exit`, a store-then-load pair on each side
         // (SeqCst): either the exit sees this pending free and waits for
@@ -540,7 +547,7 @@ impl FlowSlot {
     /// Allocates the flow state of socket `tp` in `net` and publishes it,
     /// if the netns admits one more (`limit`: `max_flows_per_netns`). A
     /// slot that already holds the socket's flow is left as it is.
-    pub(crate) fn create(&mut self, tp: &TcpSock<'_>, net: NetRef, tuple: &Tuple, owned: Owned, limit: u32) -> Result<(), NoState> {
+    pub(crate) fn create(&mut self, tp: &TcpSock<'_>, net: NetRef<'_>, tuple: &Tuple, owned: Owned, limit: u32) -> Result<(), NoState> {
         if self.get(tp).is_some() {
             return Ok(());
         }
@@ -585,6 +592,9 @@ unsafe extern "C" fn hpcc_flow_free_rcu(head: *mut bindings::callback_head) {
     }
     // The netns's state is live: `netns::pernet_exit` waits until
     // `pending_free` reads 0, which this object's count keeps above 0.
+    // SAFETY: not detached: alive with our state until `pending_free`
+    // drops to 0 below (field invariant).
+    let Some(net) = (unsafe { NetRef::from_raw(net.as_ptr()) }) else { return };
     let st = net.state();
     st.flows.fetch_sub(1, Relaxed);
     // Last touch of `st`: once `pending_free` reads 0, pernet exit may let
@@ -617,7 +627,7 @@ pub(crate) mod table {
 
     /// The table's hash of (`net`, `tuple`) (seed 0): a flow's identity
     /// under the per-load secret, for the receiver's flow count.
-    pub(crate) fn hash_of(net: NetRef, t: &Tuple) -> u32 {
+    pub(crate) fn hash_of(net: NetRef<'_>, t: &Tuple) -> u32 {
         let key = flowhash::key_bytes(net.key(), &t.saddr, &t.daddr, t.sport.to_be(), t.dport.to_be());
         flowhash::flow_hash([SECRET[0].load(Relaxed), SECRET[1].load(Relaxed)], 0, &key)
     }
@@ -628,7 +638,7 @@ pub(crate) mod table {
     ///
     /// The caller holds `rcu_read_lock()` (netfilter hooks do) for the
     /// whole call, so a flow found here is not freed before `f` returns.
-    pub(crate) unsafe fn with_flow<R>(net: NetRef, tuple: &Tuple, f: impl FnOnce(&FlowObj) -> R) -> Option<R> {
+    pub(crate) unsafe fn with_flow<R>(net: NetRef<'_>, tuple: &Tuple, f: impl FnOnce(&FlowObj) -> R) -> Option<R> {
         let key = key_of(net, tuple);
         // SAFETY: the caller holds the RCU read lock; `key` is a full key.
         let h = unsafe { bindings::hpcc_flow_lookup(&key) };

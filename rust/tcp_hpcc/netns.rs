@@ -17,44 +17,62 @@ use crate::{diag, stats};
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
 use core::mem::MaybeUninit;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 use kernel::types::Opaque;
 use kernel::error::{code::ENOMEM, to_result, Result};
 
-/// A network namespace pointer, only passed back to the kernel or compared.
+/// A network namespace, live for `'a`: passed back to the kernel,
+/// compared, or asked for its [`NetState`].
+///
+/// # Invariants
+///
+/// `net` points to a netns that stays alive for `'a`, and our pernet ops
+/// were registered before it was created or are registered in it, so
+/// `net_generic()` holds our [`NetState`].
 #[derive(Clone, Copy)]
-pub(crate) struct NetRef(NonNull<bindings::net>);
+pub(crate) struct NetRef<'a> {
+    net: NonNull<bindings::net>,
+    _live: PhantomData<&'a bindings::net>,
+}
 
-impl NetRef {
-    /// Wraps a netns pointer the kernel gave us (a hook's, a socket's).
-    pub(crate) fn new(net: *mut bindings::net) -> Option<Self> {
-        NonNull::new(net).map(Self)
+impl<'a> NetRef<'a> {
+    /// Wraps a netns pointer the kernel gave us; `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `net` is null, or a netns that stays alive for `'a` (a hook's for
+    /// the hook's duration, a socket's for as long as the socket is held,
+    /// a proc file's while it is open) in which our pernet ops run.
+    pub(crate) unsafe fn from_raw(net: *mut bindings::net) -> Option<Self> {
+        // INVARIANT: the caller's contract.
+        NonNull::new(net).map(|net| Self { net, _live: PhantomData })
     }
 
     /// The identity used as the flow table's key.
     pub(crate) fn key(self) -> u64 {
-        self.0.as_ptr() as u64
+        self.net.as_ptr() as u64
     }
 
     /// The raw pointer, for the kernel.
     pub(crate) fn as_ptr(self) -> *mut bindings::net {
-        self.0.as_ptr()
+        self.net.as_ptr()
     }
 
-    /// This netns's [`NetState`].
-    pub(crate) fn state(self) -> &'static NetState {
-        // SAFETY: `self` is a live netns (every NetRef comes from the
-        // kernel for the duration of a hook, or from a socket, which holds
-        // its netns). Our pernet ops are registered before any path that
-        // makes a NetRef, so net_generic() returns our zero-initialised,
-        // suitably aligned `size_of::<NetState>()` bytes, which live until
-        // the netns is freed, after every such path is gone. Its fields
-        // are atomics, or in an UnsafeCell used under a lock, so shared
-        // references are sound. ('static stands for
-        // "the netns's lifetime": no caller keeps it beyond a hook, a
-        // socket or an object that pins the netns.)
-        unsafe { &*bindings::hpcc_net_generic(self.0.as_ptr()).cast::<NetState>() }
+    /// The pointer, to be kept by an object that pins the netns.
+    pub(crate) fn as_non_null(self) -> NonNull<bindings::net> {
+        self.net
+    }
+
+    /// This netns's [`NetState`], for as long as the netns lives.
+    pub(crate) fn state(self) -> &'a NetState {
+        // SAFETY: a live netns with our pernet ops (type invariant), so
+        // net_generic() returns our zero-initialised, suitably aligned
+        // `size_of::<NetState>()` bytes, which live as long as the netns.
+        // Its fields are atomics, or in an UnsafeCell used under a lock, so
+        // shared references are sound.
+        unsafe { &*bindings::hpcc_net_generic(self.net.as_ptr()).cast::<NetState>() }
     }
 }
 
@@ -141,14 +159,17 @@ impl NetState {
 /// walk serves exists only then).
 #[no_mangle]
 unsafe extern "C" fn hpcc_net_flow_list(net: *const bindings::net) -> *mut bindings::hpcc_flow_list {
-    NetRef::new(net.cast_mut()).map_or(core::ptr::null_mut(), |n| n.state().flow_list.get())
+    // SAFETY: a live netns with our state (caller contract), for this call.
+    unsafe { NetRef::from_raw(net.cast_mut()) }.map_or(core::ptr::null_mut(), |n| n.state().flow_list.get())
 }
 
 /// Name of the counters file in `/proc/net`.
 const PROC_NAME: &core::ffi::CStr = c"hpcc_stat";
 
 unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
-    let Some(n) = NetRef::new(net) else { return ENOMEM.to_errno() };
+    // SAFETY: the netns core calls us with a live netns, whose generic
+    // area for our ops it just allocated, for the duration of the call.
+    let Some(n) = (unsafe { NetRef::from_raw(net) }) else { return ENOMEM.to_errno() };
     let st = n.state();
     // SAFETY: the netns core gave us zeroed, unshared state; the lock is
     // initialised once, before the hooks that take it are registered.
@@ -196,7 +217,9 @@ unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
 }
 
 unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
-    let Some(n) = NetRef::new(net) else { return };
+    // SAFETY: the netns core calls us with a live netns whose generic
+    // area it frees only after this exit returns.
+    let Some(n) = (unsafe { NetRef::from_raw(net) }) else { return };
     // SAFETY: registered in `net` by `pernet_init`.
     unsafe { crate::probe_tx::unregister_hooks(net) };
     // SAFETY: created by `pernet_init`; removal waits for open readers.

@@ -74,7 +74,7 @@ fn source_key(src: IpAddr) -> u64 {
 ///
 /// `rx` is the live skb of the calling hook in `net`, under its RCU read
 /// lock.
-unsafe fn arrival(net: NetRef, rx: *const bindings::sk_buff) -> sfc::Arrival {
+unsafe fn arrival(net: NetRef<'_>, rx: *const bindings::sk_buff) -> sfc::Arrival {
     // SAFETY: a plain C struct of integers and bytes: all zeroes is valid.
     let mut a: bindings::hpcc_sfc_arrival = unsafe { core::mem::zeroed() };
     // SAFETY: caller contract; `a` is a valid, writable struct.
@@ -94,7 +94,7 @@ unsafe fn arrival(net: NetRef, rx: *const bindings::sk_buff) -> sfc::Arrival {
 ///
 /// Called from the netfilter hook of `net` with its live skb `rx`, under
 /// the hook's `rcu_read_lock()`.
-pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8], pkt_len: usize, now: u64) -> Verdict {
+pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: &[u8], pkt_len: usize, now: u64) -> Verdict {
     // Foreign UDP traffic pays for one knob and a header compare only.
     let Some(i) = sfc::incoming(pkt, pkt_len, params::sfc_port()) else { return Verdict::Pass };
     if !sfc::recognize(i.payload) {
@@ -144,7 +144,7 @@ pub(crate) unsafe fn on_udp(net: NetRef, rx: *const bindings::sk_buff, pkt: &[u8
 
 /// Holds the flow a signal names at egress until `now + pause`
 /// (`sfc_scope` 1).
-fn pause_at_egress(net: NetRef, s: &sfc::Signal, source: u64, pause: u64, now: u64) -> Result<(Taken, u64), Reject> {
+fn pause_at_egress(net: NetRef<'_>, s: &sfc::Signal, source: u64, pause: u64, now: u64) -> Result<(Taken, u64), Reject> {
     let k = FlowKey::of_signal(s);
     let hash = table::keyed_hash(&k.bytes());
     let until = now.saturating_add(pause);
@@ -154,14 +154,14 @@ fn pause_at_egress(net: NetRef, s: &sfc::Signal, source: u64, pause: u64, now: u
 
 /// The egress hook's question: the deadline of the flow `k` of an
 /// outgoing packet of `net`, if it is paused at `now` (lock-free).
-pub(crate) fn egress_until(net: NetRef, k: &FlowKey, now: u64) -> Option<u64> {
+pub(crate) fn egress_until(net: NetRef<'_>, k: &FlowKey, now: u64) -> Option<u64> {
     net.state().sfc_pauses.until(k, table::keyed_hash(&k.bytes()), now)
 }
 
 /// Whether anything may be paused at egress in `net`: one atomic load,
 /// before the hook reads the clock or the packet.
 #[inline]
-pub(crate) fn egress_active(net: NetRef) -> bool {
+pub(crate) fn egress_active(net: NetRef<'_>) -> bool {
     net.state().sfc_pauses.marked()
 }
 
@@ -172,7 +172,7 @@ pub(crate) fn egress_active(net: NetRef) -> bool {
 ///
 /// As [`on_udp`].
 unsafe fn apply(
-    net: NetRef,
+    net: NetRef<'_>,
     rx: *const bindings::sk_buff,
     rules: &sfc::Rules,
     s: &sfc::Signal,

@@ -206,7 +206,7 @@ impl<'a> TcpSock<'a> {
 
     /// The 4-tuple (local to remote; IPv4 addresses IPv4-mapped) and
     /// netns, `None` for families other than IPv4 and IPv6.
-    pub(crate) fn tuple(&self) -> Option<(crate::netns::NetRef, crate::hpcc_core::probe::Tuple)> {
+    pub(crate) fn tuple(&self) -> Option<(crate::netns::NetRef<'a>, crate::hpcc_core::probe::Tuple)> {
         let mut net = core::ptr::null_mut();
         let (mut sa, mut da, mut sp, mut dp) = ([0u8; 16], [0u8; 16], 0u16, 0u16);
         // SAFETY: `tp` is a live socket (type invariant); the helper only
@@ -231,14 +231,16 @@ impl<'a> TcpSock<'a> {
             sport: u16::from_be(sp),
             dport: u16::from_be(dp),
         };
-        Some((crate::netns::NetRef::new(net)?, t))
+        // SAFETY: the socket's own netns, which the socket holds for as
+        // long as it lives, so for `'a` (type invariant).
+        Some((unsafe { crate::netns::NetRef::from_raw(net) }?, t))
     }
 
     /// The socket's network namespace (always present for a live socket).
-    pub(crate) fn net(&self) -> Option<crate::netns::NetRef> {
+    pub(crate) fn net(&self) -> Option<crate::netns::NetRef<'a>> {
         // SAFETY: `tp` is a live socket (type invariant); sock_net() reads
-        // one field.
-        crate::netns::NetRef::new(unsafe { bindings::hpcc_sock_net(self.tp.as_ptr().cast()) })
+        // one field: the socket's netns, which it holds for `'a`.
+        unsafe { crate::netns::NetRef::from_raw(bindings::hpcc_sock_net(self.tp.as_ptr().cast())) }
     }
 
     /// Adds one to counter `c` of the socket's netns.
@@ -361,7 +363,7 @@ impl LockedSock {
     ///
     /// `rx` is the live skb of the calling netfilter hook in `net`.
     pub(crate) unsafe fn find(
-        net: crate::netns::NetRef,
+        net: crate::netns::NetRef<'_>,
         rx: *const bindings::sk_buff,
         t: &crate::hpcc_core::probe::Tuple,
     ) -> Option<Self> {

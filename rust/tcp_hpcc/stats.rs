@@ -73,13 +73,13 @@ pub(crate) const N: usize = NAMES.len() + Outcome::COUNT;
 
 /// Adds one to `c` in `net`.
 #[inline]
-pub(crate) fn inc(net: NetRef, c: Counter) {
+pub(crate) fn inc(net: NetRef<'_>, c: Counter) {
     net.state().inc(c as usize);
 }
 
 /// Adds one to the counter of the SFC outcome `o` in `net`.
 #[inline]
-pub(crate) fn inc_outcome(net: NetRef, o: Outcome) {
+pub(crate) fn inc_outcome(net: NetRef<'_>, o: Outcome) {
     net.state().inc(NAMES.len() + o as usize);
 }
 
@@ -109,8 +109,9 @@ unsafe fn put(m: *mut bindings::seq_file, name: &CStr, v: u64) {
 /// `show` of `/proc/net/hpcc_stat`.
 pub(crate) unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
     // SAFETY: the proc core calls us with the file's live seq_file, whose
-    // netns it holds for as long as the file is open.
-    let Some(net) = NetRef::new(unsafe { bindings::hpcc_seq_net(m) }) else { return 0 };
+    // netns it holds for as long as the file is open, and in which our
+    // pernet init created the file.
+    let Some(net) = (unsafe { NetRef::from_raw(bindings::hpcc_seq_net(m)) }) else { return 0 };
     let st = net.state();
     for i in 0..N {
         // SAFETY: `m` is this call's seq_file.
