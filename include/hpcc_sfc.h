@@ -6,7 +6,7 @@
  * security rules of draft-xiao-rtgwg-rocev2-fast-cnp-01). Shared by the
  * eBPF INT switch emulator (selftests/int_switch.bpf.c) and, through a
  * host test that parses every #define below, the Rust core
- * (rust/hpcc_core/sfc.rs). Change both together.
+ * (rust/hpcc_core/sfc/signal.rs). Change both together.
  *
  * The signal is a UDP datagram:
  *

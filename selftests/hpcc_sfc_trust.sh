@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kselftest: who may send tcp_hpcc an SFC signal (rust/hpcc_core/sfc.rs
+# kselftest: who may send tcp_hpcc an SFC signal (rust/hpcc_core/sfc/admit.rs
 # `Rules::admit`, rust/tcp_hpcc/sfc_rx.rs). SFC on, the switches'
 # prefixes 10.255.0.0/24 and fd00:ff::/64 in sfc_acl, the fabric port eth0
 # in sfc_ifaces; one hpcc connection per check, and one signal (TTL 255,

@@ -1,4 +1,4 @@
-//! include/hpcc_sfc.h and rust/hpcc_core/sfc.rs describe the same signal.
+//! include/hpcc_sfc.h and rust/hpcc_core/sfc/signal.rs describe the same signal.
 //! These tests compare every `#define` of the header with the Rust
 //! constants and (when a C compiler is present) check the C struct's
 //! offsets and size, and that a signal filled in through the C struct is
