@@ -38,7 +38,7 @@ use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_L
 use crate::hpcc_core::sfc;
 use crate::sfc_rx;
 use crate::hpcc_core::wire::{self, WireError};
-use crate::params;
+use crate::modparam;
 use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
 use core::cell::UnsafeCell;
@@ -99,7 +99,7 @@ fn send(bytes: &[u8], xmit: impl FnOnce(*mut bindings::sk_buff) -> c_int) -> Res
 /// Sends a probe for the flow `t` (local to remote) of the socket `tp`,
 /// routed as its data. Counts the outcome.
 pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32) {
-    let dscp = params::dscps().0;
+    let dscp = modparam::dscps().0;
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
     // SAFETY: `send` passes a fresh skb it owns, holding the probe.
@@ -151,11 +151,11 @@ fn count_malformed(net: NetRef<'_>, e: ProbeError) {
 fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ProbesReceived);
     let t = &p.tuple;
-    let dscp = params::dscps().1;
+    let dscp = modparam::dscps().1;
     // The receiver's flow count (hpcc_core::rcvcount), this flow included;
     // the flow is recorded only once its response is sent, so probes
     // nobody answers (no socket) do not count.
-    let window_ns = u64::from(params::knobs().rcv_count_us) * 1000;
+    let window_ns = u64::from(modparam::knobs().rcv_count_us) * 1000;
     let hash = if window_ns == 0 { 0 } else { table::hash_of(net, t) };
     let rcv_flows = match window_ns {
         0 => 0,
@@ -204,7 +204,7 @@ fn on_response(net: NetRef<'_>, p: &Packet<'_>, now: u64) {
     match wire::parse(p.int) {
         Err(WireError::TooManyHops) => return inc(net, Counter::ResponsesTooManyHops),
         Err(_) => return inc(net, Counter::ResponsesBadInt),
-        Ok(s) if u32::from(s.n_hops) > params::knobs().max_hops => return inc(net, Counter::ResponsesTooManyHops),
+        Ok(s) if u32::from(s.n_hops) > modparam::knobs().max_hops => return inc(net, Counter::ResponsesTooManyHops),
         Ok(_) => {}
     }
     let mut mail = Mail {
@@ -268,7 +268,7 @@ unsafe extern "C" fn hpcc_nf_local_in(
     let rx = RxSkb(skb_nn);
     // Cheap first look at the IP header: most packets are not ours.
     let mut buf = [0u8; MAX_PACKET_LEN + 40];
-    let (pd, rd) = params::dscps();
+    let (pd, rd) = modparam::dscps();
     let n = rx.copy_prefix(buf.get_mut(..CANDIDATE_LEN).unwrap_or(&mut []));
     let head = buf.get(..n).unwrap_or(&[]);
     if sfc::is_candidate(head) {

@@ -217,7 +217,7 @@ impl RangeText {
 /// The knob table, the one place each knob is declared: field (its
 /// sysfs name), default, range and description. `knob_table!(m)` calls
 /// `m! { field: default, "range", "description"; ... }`: this file builds
-/// [`Knobs`] and [`TABLE`] from it, the kernel glue (`rust/tcp_hpcc/params.rs`) the
+/// [`Knobs`] and [`TABLE`] from it, the kernel glue (`rust/tcp_hpcc/modparam.rs`) the
 /// parameter cells, their `__param` entries and `.modinfo` descriptions,
 /// and a host test checks the README's parameter table against [`TABLE`].
 macro_rules! knob_table {
@@ -294,7 +294,7 @@ macro_rules! knob_table {
         }
     };
 }
-#[allow(unused_imports)] // used by the kernel crate (rust/tcp_hpcc/params.rs)
+#[allow(unused_imports)] // used by the kernel crate (rust/tcp_hpcc/modparam.rs)
 pub(crate) use knob_table;
 
 /// The knob that is text, not a number: the SFC access list (its own

@@ -6,7 +6,7 @@
  * declares each function with its contract.
  *
  * The module parameters, their registration and all logic live in Rust
- * (rust/tcp_hpcc/params.rs).
+ * (rust/tcp_hpcc/modparam.rs).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -23,7 +23,7 @@ use crate::hpcc_core::control::{
     ctl_rec as cr, AckDecision, Conn, FlowCtl, GsoCap, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
 };
 use crate::hpcc_core::knobs::Knobs;
-use crate::params;
+use crate::modparam;
 use crate::probe_tx::{self, now_ns};
 use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
@@ -290,7 +290,7 @@ impl Algorithm for Hpcc {
     const NON_RESTRICTED: bool = false;
 
     fn init(sk: &mut Sock<'_, Self>) {
-        let k = params::knobs();
+        let k = modparam::knobs();
         let (c, sent) = (conn(sk, now_ns()), sk.data_segs_out() > 0);
         let (ctl, d) = SockCtl::init(&k, &c, sent);
         if trace::ctl_enabled() {
@@ -321,7 +321,7 @@ impl Algorithm for Hpcc {
     }
 
     fn ssthresh(sk: &mut Sock<'_, Self>) -> u32 {
-        let (k, c) = (params::knobs(), conn(sk, now_ns()));
+        let (k, c) = (modparam::knobs(), conn(sk, now_ns()));
         let ssthresh = sk.data().ctl.ssthresh(&k, &c);
         if trace::ctl_enabled() {
             let mut r = ctl_rec(cr::HOOK_SSTHRESH, &c, 0);
@@ -350,7 +350,7 @@ impl Algorithm for Hpcc {
         if ev != Event::TxStart {
             return;
         }
-        let k = params::knobs();
+        let k = modparam::knobs();
         let (tp, st) = sk.split();
         let c = conn(tp, now_ns());
         let (flow, mut flags) = ensure_flow(tp, &mut st.ctl, &mut st.flow, &k, &c, true);
@@ -366,7 +366,7 @@ impl Algorithm for Hpcc {
 
     fn cong_control(sk: &mut Sock<'_, Self>, _ack: u32, _flag: i32, rs: Option<&TcpRateSample<'_>>) {
         let rs = rs.map(rate_sample);
-        let k = params::knobs();
+        let k = modparam::knobs();
         let (tp, CaState { ctl: sock_ctl, flow: slot, gso }) = sk.split();
         let c = conn(tp, now_ns());
         let (flow, mut flags) = ensure_flow(tp, sock_ctl, slot, &k, &c, c.packets_out > 0);

@@ -43,7 +43,7 @@ use crate::flow::table;
 use crate::hpcc_core::probe::{v4_mapped, Tuple};
 use crate::hpcc_core::sfc::{self, FlowKey, Outcome, Reject, Taken};
 use crate::netns::NetRef;
-use crate::params;
+use crate::modparam;
 use crate::sock::LockedSock;
 use crate::stats::{inc, inc_outcome, Counter};
 use core::net::IpAddr;
@@ -96,7 +96,7 @@ unsafe fn arrival(net: NetRef<'_>, rx: *const bindings::sk_buff) -> sfc::Arrival
 /// the hook's `rcu_read_lock()`.
 pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: &[u8], pkt_len: usize, now: u64) -> Verdict {
     // Foreign UDP traffic pays for one knob and a header compare only.
-    let Some(i) = sfc::incoming(pkt, pkt_len, params::sfc_port()) else { return Verdict::Pass };
+    let Some(i) = sfc::incoming(pkt, pkt_len, modparam::sfc_port()) else { return Verdict::Pass };
     if !sfc::recognize(i.payload) {
         return Verdict::Pass;
     }
@@ -104,7 +104,7 @@ pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: 
     // SAFETY: a plain C struct of integers and byte arrays: all zeroes is valid.
     let mut rec: bindings::hpcc_sfc_trace_rec = unsafe { core::mem::zeroed() };
     rec.src = bytes16(i.src);
-    let rules = params::sfc_rules(&params::knobs());
+    let rules = modparam::sfc_rules(&modparam::knobs());
     // SAFETY: caller contract (hook, RCU read lock, live skb).
     let arrived = if rules.enabled { unsafe { arrival(net, rx) } } else { sfc::Arrival::default() };
     let is_local = |src: IpAddr| {
