@@ -31,7 +31,7 @@
 //! taken with bottom halves off: the netns's SFC lock (`spin_lock_bh`)
 //! and the socket's (`LockedSock`: `local_bh_disable()` then
 //! `bh_lock_sock()`). Readers of the knobs and lists never wait
-//! (`params`), and the egress hook reads the pause table lock-free.
+//! (`modparam`), and the egress hook reads the pause table lock-free.
 //!
 //! The hook holds `rcu_read_lock()`; the flow is found in the flow table,
 //! its socket through TCP's own lookup, and the socket is touched only
