@@ -24,6 +24,9 @@ struct module *hpcc_this_module(void);
 /* tcp_is_cwnd_limited(), a static inline in <net/tcp.h>. */
 bool hpcc_tcp_is_cwnd_limited(const struct sock *sk);
 
+/* tcp_packets_in_flight(), a static inline in <net/tcp.h>. */
+__u32 hpcc_tcp_packets_in_flight(const struct sock *sk);
+
 /* sk_can_gso(), a static inline in <net/sock.h>. */
 bool hpcc_sk_can_gso(const struct sock *sk);
 

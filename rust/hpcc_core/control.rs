@@ -565,6 +565,16 @@ impl FlowCtl {
         probe::interval_ns(k.probe_interval_us, srtt_us, self.base_rtt_ns)
     }
 
+    /// At a transmit start: whether to send a probe now, ahead of the
+    /// data. The ACK path probes only with data in flight, so its first
+    /// probe would leave one RTT after the data and the first update (two
+    /// samples) come three RTTs in; a probe ahead of the data records the
+    /// path now, and the first update comes one RTT earlier. A probe is
+    /// sent only when one is due ([`FlowCtl::probe_due`]).
+    pub fn probe_at_tx_start(&self, k: &Knobs, c: &Conn) -> bool {
+        self.probe_due(k, c)
+    }
+
     /// Whether a probe is due now: telemetry on and a probe interval since
     /// the last one. (The ACK path also wants data in flight; at
     /// `CA_EVENT_TX_START` the data is about to leave.)
@@ -797,8 +807,23 @@ impl SockCtl {
     /// Whether the glue should create the flow's telemetry state now (it
     /// has none): telemetry on, the connection `sending` data, and no
     /// recent attempt failed.
-    pub fn wants_flow(&self, k: &Knobs, now_ns: u64, sending: bool) -> bool {
+    fn wants_flow(&self, k: &Knobs, now_ns: u64, sending: bool) -> bool {
         sending && k.telemetry == 1 && now_ns >= self.retry_ns
+    }
+
+    /// On an ACK: whether to create the flow's telemetry state now (it has
+    /// none). Only once the connection has data out: a socket that only
+    /// receives never gets any.
+    pub fn wants_flow_on_ack(&self, k: &Knobs, c: &Conn) -> bool {
+        self.wants_flow(k, c.now_ns, c.packets_out > 0)
+    }
+
+    /// At a transmit start (data about to leave with nothing in flight):
+    /// whether to create the flow's telemetry state now (it has none), so
+    /// that its first probe can lead the data
+    /// ([`FlowCtl::probe_at_tx_start`]).
+    pub fn wants_flow_on_tx_start(&self, k: &Knobs, c: &Conn) -> bool {
+        self.wants_flow(k, c.now_ns, true)
     }
 
     /// Creating the flow's state failed at `now_ns`: the fallback runs,

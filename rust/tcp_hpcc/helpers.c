@@ -40,6 +40,11 @@ bool hpcc_tcp_is_cwnd_limited(const struct sock *sk)
 	return tcp_is_cwnd_limited(sk);
 }
 
+u32 hpcc_tcp_packets_in_flight(const struct sock *sk)
+{
+	return tcp_packets_in_flight(tcp_sk(sk));
+}
+
 bool hpcc_sk_can_gso(const struct sock *sk)
 {
 	return sk_can_gso(sk);

@@ -76,18 +76,18 @@ fn conn(tp: &TcpSock<'_>, now_ns: u64) -> Conn {
 }
 
 /// The flow's telemetry state and its controller state; created if it
-/// has none and the controller wants it (`sending`: the connection is
-/// sending data). Also returns what happened, as `hpcc_ctl_rec` flags.
+/// has none and the controller `wants` it. Also returns what happened, as
+/// `hpcc_ctl_rec` flags.
 fn ensure_flow<'s>(
     tp: &TcpSock<'_>,
     ctl: &mut SockCtl,
     flow: &'s mut FlowSlot,
     k: &Knobs,
     c: &Conn,
-    sending: bool,
+    wants: fn(&SockCtl, &Knobs, &Conn) -> bool,
 ) -> (Option<(&'s FlowObj, &'s mut FlowCtl)>, u16) {
     let mut flags = 0;
-    if flow.get(tp).is_none() && ctl.wants_flow(k, c.now_ns, sending) {
+    if flow.get(tp).is_none() && wants(ctl, k, c) {
         match create_flow(tp, flow, k, c) {
             Ok(()) => {
                 tp.count(Counter::FlowsStarted);
@@ -341,11 +341,8 @@ impl Algorithm for Hpcc {
     }
 
     /// Data is about to leave with nothing in flight: the connection's
-    /// first data, or a restart after idle. The ACK path probes only with
-    /// data in flight, so its first probe leaves one RTT after the data and
-    /// the first update (two samples) comes three RTTs in. A probe ahead of
-    /// the data records the path now: the first update comes one RTT
-    /// earlier.
+    /// first data, or a restart after idle. The controller may want a
+    /// probe ahead of it (`FlowCtl::probe_at_tx_start`).
     fn cwnd_event(sk: &mut Sock<'_, Self>, ev: Event) {
         if ev != Event::TxStart {
             return;
@@ -353,9 +350,9 @@ impl Algorithm for Hpcc {
         let k = modparam::knobs();
         let (tp, st) = sk.split();
         let c = conn(tp, now_ns());
-        let (flow, mut flags) = ensure_flow(tp, &mut st.ctl, &mut st.flow, &k, &c, true);
+        let (flow, mut flags) = ensure_flow(tp, &mut st.ctl, &mut st.flow, &k, &c, SockCtl::wants_flow_on_tx_start);
         if let Some((flow, ctl)) = flow {
-            if ctl.probe_due(&k, &c) && send_probe(tp, flow, ctl, c.now_ns) {
+            if ctl.probe_at_tx_start(&k, &c) && send_probe(tp, flow, ctl, c.now_ns) {
                 flags |= cr::PROBED;
             }
         }
@@ -369,7 +366,7 @@ impl Algorithm for Hpcc {
         let k = modparam::knobs();
         let (tp, CaState { ctl: sock_ctl, flow: slot, gso }) = sk.split();
         let c = conn(tp, now_ns());
-        let (flow, mut flags) = ensure_flow(tp, sock_ctl, slot, &k, &c, c.packets_out > 0);
+        let (flow, mut flags) = ensure_flow(tp, sock_ctl, slot, &k, &c, SockCtl::wants_flow_on_ack);
         let mut mail: Option<Mail> = None;
         let mut sfc = SfcState::default();
         let mut applied_to = None;

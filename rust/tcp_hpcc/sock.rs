@@ -121,13 +121,13 @@ impl<'a> TcpSock<'a> {
         unsafe { bindings::hpcc_tcp_is_cwnd_limited(self.tp.as_ptr().cast()) }
     }
 
-    /// Segments in flight as TCP counts them (tcp_packets_in_flight()):
-    /// sent and not ACKed, SACKed or marked lost, plus retransmissions.
+    /// Segments in flight as TCP counts them (`tcp_packets_in_flight()`:
+    /// sent and not ACKed, SACKed or marked lost, plus retransmissions).
     #[inline]
     pub(crate) fn in_flight(&self) -> u32 {
-        let out = get!(self, packets_out);
-        let left = get!(self, sacked_out).saturating_add(get!(self, lost_out));
-        out.saturating_sub(left).saturating_add(get!(self, retrans_out))
+        // SAFETY: `tp` is a live tcp_sock (type invariant), starting with its
+        // sock; the helper reads four counters our hook's caller holds still.
+        unsafe { bindings::hpcc_tcp_packets_in_flight(self.tp.as_ptr().cast()) }
     }
 
     /// `snd_nxt`: the next sequence number to send.

@@ -246,12 +246,16 @@ fn loss_and_undo() {
 fn flow_state_only_when_sending_with_telemetry_and_not_right_after_a_refusal() {
     let k = Knobs::DEFAULT;
     let (mut s, _) = SockCtl::init(&k, &conn(0, 10), false);
-    assert!(!s.wants_flow(&k, 5, false), "a socket that only receives needs none");
-    assert!(s.wants_flow(&k, 5, true));
-    assert!(!s.wants_flow(&Knobs { telemetry: 0, ..k }, 5, true));
+    let at = |now_ns: u64, packets_out: u32| Conn { now_ns, packets_out, ..conn(now_ns, 10) };
+    assert!(!s.wants_flow_on_ack(&k, &at(5, 0)), "a socket that only receives needs none");
+    assert!(s.wants_flow_on_ack(&k, &at(5, 3)));
+    assert!(s.wants_flow_on_tx_start(&k, &at(5, 0)), "data is about to leave");
+    assert!(!s.wants_flow_on_ack(&Knobs { telemetry: 0, ..k }, &at(5, 3)));
+    assert!(!s.wants_flow_on_tx_start(&Knobs { telemetry: 0, ..k }, &at(5, 0)));
     s.flow_refused(1_000);
-    assert!(!s.wants_flow(&k, 1_000 + STATE_RETRY_NS - 1, true));
-    assert!(s.wants_flow(&k, 1_000 + STATE_RETRY_NS, true));
+    assert!(!s.wants_flow_on_ack(&k, &at(1_000 + STATE_RETRY_NS - 1, 3)));
+    assert!(!s.wants_flow_on_tx_start(&k, &at(1_000 + STATE_RETRY_NS - 1, 0)));
+    assert!(s.wants_flow_on_ack(&k, &at(1_000 + STATE_RETRY_NS, 3)));
 }
 
 #[test]

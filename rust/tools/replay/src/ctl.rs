@@ -222,14 +222,14 @@ impl Replay {
 
     /// The flow's telemetry state as the hook found or made it; checks the
     /// hook's flags against the controller's `wants_flow`.
-    fn flow_step(&mut self, k: &Knobs, r: &Rec, sending: bool) -> Result<(), String> {
+    fn flow_step(&mut self, k: &Knobs, r: &Rec, wants: fn(&SockCtl, &Knobs, &Conn) -> bool) -> Result<(), String> {
         let s = self.socks.get_mut(&r.key).ok_or("no state")?;
         let had = s.flow.is_some();
         let (has, created, refused) = (r.has(flag::HAS_FLOW), r.has(flag::FLOW_CREATED), r.has(flag::FLOW_REFUSED));
         if had {
             return if has && !created && !refused { Ok(()) } else { Err(format!("flow state kept, flags {:#x}", r.flags)) };
         }
-        let wants = s.ctl.wants_flow(k, r.conn.now_ns, sending);
+        let wants = wants(&s.ctl, k, &r.conn);
         if wants != (created || refused) {
             return Err(format!("wants_flow {wants}, flags {:#x}", r.flags));
         }
@@ -273,11 +273,11 @@ impl Replay {
                 }
             }
             h if h == flag::HOOK_TX_START => {
-                if let Err(e) = self.flow_step(&k, r, true) {
+                if let Err(e) = self.flow_step(&k, r, SockCtl::wants_flow_on_tx_start) {
                     return self.mismatch(r, e);
                 }
                 let s = self.socks.get_mut(&r.key).expect("checked above");
-                let due = s.flow.as_ref().is_some_and(|f| f.probe_due(&k, &r.conn));
+                let due = s.flow.as_ref().is_some_and(|f| f.probe_at_tx_start(&k, &r.conn));
                 if let (true, Some(f)) = (r.has(flag::PROBED), s.flow.as_mut()) {
                     f.probe_sent(r.conn.now_ns);
                     self.summary.probes += 1;
@@ -293,7 +293,7 @@ impl Replay {
 
     fn ack(&mut self, k: &Knobs, r: &Rec) {
         self.summary.acks += 1;
-        if let Err(e) = self.flow_step(k, r, r.conn.packets_out > 0) {
+        if let Err(e) = self.flow_step(k, r, SockCtl::wants_flow_on_ack) {
             return self.mismatch(r, e);
         }
         let rs = r.has(flag::HAS_RS).then_some(r.rs);
@@ -363,7 +363,7 @@ mod tests {
             c.snd_nxt = c.snd_nxt.wrapping_add(c.cwnd / 20 * mss);
             c.cwnd_limited = i % 3 == 0;
             let mut flags = 0;
-            if flow.is_none() && ctl.wants_flow(&k, c.now_ns, true) {
+            if flow.is_none() && ctl.wants_flow_on_ack(&k, &c) {
                 flow = FlowCtl::new(&k, &c);
                 flags |= flag::FLOW_CREATED;
             }

@@ -172,7 +172,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.cwnd = d.cwnd;
                 f.ssthresh = d.ssthresh;
                 f.rate = d.pacing_rate;
-                f.f = s.wants_flow(k, c.now_ns, true).then(|| FlowCtl::new(k, &c)).flatten();
+                f.f = s.wants_flow_on_tx_start(k, &c).then(|| FlowCtl::new(k, &c)).flatten();
             }
             let got = std::mem::take(&mut to_sender[i][slot]);
             f.acked += got;
