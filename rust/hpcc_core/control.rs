@@ -272,6 +272,22 @@ macro_rules! trace_sample_struct {
         impl TraceSample {
             /// Each field's name and Rust type, in order.
             pub const FIELDS: &[(&str, &str)] = &[$((stringify!($field), stringify!($ty)),)*];
+
+            /// How many fields there are.
+            pub const N_FIELDS: usize = [$(stringify!($field),)*].len();
+
+            /// Each field widened to a `u64`, in order: a copy that
+            /// atomics can hold (the flow listing's).
+            pub fn to_words(&self) -> [u64; Self::N_FIELDS] {
+                [$(u64::from(self.$field),)*]
+            }
+
+            /// The sample back from [`TraceSample::to_words`]'s words (a
+            /// word too wide for its field reads as 0).
+            pub fn from_words(w: &[u64; Self::N_FIELDS]) -> Self {
+                let mut it = w.iter().copied();
+                Self { $($field: <$ty>::try_from(it.next().unwrap_or(0)).unwrap_or(0),)* }
+            }
         }
     };
 }

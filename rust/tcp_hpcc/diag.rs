@@ -63,7 +63,7 @@ impl fmt::Display for Endpoint<'_> {
 /// One flow's line.
 fn line(seq: &Seq, flow: &FlowObj, t: &Tuple, now: u64) {
     let v = &flow.view;
-    let sh = v.stage_hops.load(Relaxed);
+    let s = v.sample();
     let sample = v.sample_ns.load(Relaxed);
     let pause_us = v.pause_until_ns.load(Relaxed).saturating_sub(now) / 1000;
     let (local, remote) = (Endpoint(&t.saddr, t.sport), Endpoint(&t.daddr, t.dport));
@@ -71,11 +71,11 @@ fn line(seq: &Seq, flow: &FlowObj, t: &Tuple, now: u64) {
         "{} {} {} {} {} {} {} {} {} ",
         local,
         remote,
-        v.u_ppm.load(Relaxed),
-        v.window.load(Relaxed),
-        v.wc.load(Relaxed),
-        v.base_rtt_us.load(Relaxed),
-        sh & 0xff,
+        s.u_ppm,
+        s.window,
+        s.wc,
+        s.base_rtt_us,
+        s.inc_stage,
         v.cwnd.load(Relaxed),
         v.pacing_rate.load(Relaxed),
     ));
@@ -84,7 +84,7 @@ fn line(seq: &Seq, flow: &FlowObj, t: &Tuple, now: u64) {
     } else {
         seq.print(format_args!("{} ", now.saturating_sub(sample) / 1000));
     }
-    seq.print(format_args!("{} {} {}\n", (sh >> 8) & 0xff, (sh >> 16) & 0xff, pause_us));
+    seq.print(format_args!("{} {} {}\n", s.n_hops, s.hop, pause_us));
 }
 
 /// The `show` of `/proc/net/hpcc_flows`' seq_file (`hpcc_proc_create_flows`

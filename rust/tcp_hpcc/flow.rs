@@ -238,24 +238,16 @@ impl SfcMail {
 
 /// What `/proc/net/hpcc_flows` shows of a flow (`diag`): written by the
 /// congestion-control hooks (and the SFC hook's pause), read by the
-/// listing without the socket lock. Each field is one relaxed atomic, so a
+/// listing without the socket lock. Each word is one relaxed atomic, so a
 /// line may mix two consecutive ACKs' values, never a torn value.
 pub(crate) struct FlowView {
     /// cwnd as set by the last ACK, segments.
     pub(crate) cwnd: AtomicU32,
     /// Pacing rate as set by the last ACK, bytes/s.
     pub(crate) pacing_rate: AtomicU64,
-    /// Of the last telemetry sample: U, ppm.
-    pub(crate) u_ppm: AtomicU32,
-    /// W, bytes.
-    pub(crate) window: AtomicU32,
-    /// Wc, bytes.
-    pub(crate) wc: AtomicU32,
-    /// T, µs.
-    pub(crate) base_rtt_us: AtomicU32,
-    /// incStage, hops of the path and the most loaded hop, one byte each
-    /// (`stage | hops << 8 | hop << 16`).
-    pub(crate) stage_hops: AtomicU32,
+    /// The last telemetry sample, as the tracepoint recorded it
+    /// (`TraceSample::to_words`).
+    sample: [AtomicU64; TraceSample::N_FIELDS],
     /// Host clock (ns) when the last sample's response arrived (0: none).
     pub(crate) sample_ns: AtomicU64,
     /// Departure clock target of the latest SFC pause, ns (0: none).
@@ -267,14 +259,19 @@ impl FlowView {
         Self {
             cwnd: AtomicU32::new(0),
             pacing_rate: AtomicU64::new(0),
-            u_ppm: AtomicU32::new(0),
-            window: AtomicU32::new(0),
-            wc: AtomicU32::new(0),
-            base_rtt_us: AtomicU32::new(0),
-            stage_hops: AtomicU32::new(0),
+            sample: [const { AtomicU64::new(0) }; TraceSample::N_FIELDS],
             sample_ns: AtomicU64::new(0),
             pause_until_ns: AtomicU64::new(0),
         }
+    }
+
+    /// The last telemetry sample (all zero before the first).
+    pub(crate) fn sample(&self) -> TraceSample {
+        let mut w = [0u64; TraceSample::N_FIELDS];
+        for (d, a) in w.iter_mut().zip(self.sample.iter()) {
+            *d = a.load(Relaxed);
+        }
+        TraceSample::from_words(&w)
     }
 
     /// Records what an ACK set.
@@ -287,12 +284,9 @@ impl FlowView {
     /// Records a telemetry sample (the tracepoint's record of it) and when
     /// its response arrived.
     pub(crate) fn set_sample(&self, t: &TraceSample, rx_ns: u64) {
-        self.u_ppm.store(t.u_ppm, Relaxed);
-        self.window.store(t.window, Relaxed);
-        self.wc.store(t.wc, Relaxed);
-        self.base_rtt_us.store(t.base_rtt_us, Relaxed);
-        let packed = u32::from(t.inc_stage) | u32::from(t.n_hops) << 8 | u32::from(t.hop) << 16;
-        self.stage_hops.store(packed, Relaxed);
+        for (a, w) in self.sample.iter().zip(t.to_words()) {
+            a.store(w, Relaxed);
+        }
         self.sample_ns.store(rx_ns, Relaxed);
     }
 

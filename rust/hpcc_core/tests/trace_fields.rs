@@ -61,3 +61,30 @@ fn tracepoint_entry_and_assignments_are_the_field_list() {
     let names: Vec<String> = want().into_iter().map(|(n, _)| n).collect();
     assert_eq!(assigned, names, "TP_fast_assign");
 }
+
+#[test]
+fn words_round_trip_every_field() {
+    let t = TraceSample {
+        event: 3,
+        hop: 1,
+        n_hops: 2,
+        inc_stage: 4,
+        u_ppm: 950_000,
+        sample_u_ppm: 1_200_000,
+        qlen: 12_345,
+        window: 25_000,
+        wc: 24_000,
+        cwnd: 17,
+        inflight: 16,
+        srtt_us: 2_100,
+        base_rtt_us: 2_000,
+        pacing_rate: 12_500_000,
+        path_rate: u64::MAX,
+    };
+    let w = t.to_words();
+    assert_eq!(w.len(), TraceSample::FIELDS.len());
+    assert_eq!(TraceSample::from_words(&w), t);
+    let mut bad = w;
+    bad[0] = 256;
+    assert_eq!(TraceSample::from_words(&bad).event, 0, "too wide for a u8");
+}
