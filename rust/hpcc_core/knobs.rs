@@ -161,8 +161,8 @@ impl RangeText {
         let mut i = 0;
         while i < b.len() && self.len < Self::CAP {
             self.buf[self.len] = b[i];
-            self.len += 1;
-            i += 1;
+            self.len = self.len.wrapping_add(1);
+            i = i.wrapping_add(1);
         }
         self
     }
@@ -172,11 +172,11 @@ impl RangeText {
         if v >= 1 << 16 && v.is_power_of_two() {
             return self.push("2^").num(v.trailing_zeros());
         }
-        let mut k = 0;
+        let mut k = 0u32;
         let mut p = 1u32;
         while p < v && k < 9 {
-            p *= 10;
-            k += 1;
+            p = p.wrapping_mul(10);
+            k = k.wrapping_add(1);
         }
         if k >= 6 && p == v {
             return self.push("10^").num(k);
@@ -185,8 +185,8 @@ impl RangeText {
         let mut n = 0;
         let mut x = v;
         loop {
-            digits[n] = b'0' + (x % 10) as u8;
-            n += 1;
+            digits[n] = b'0'.wrapping_add((x % 10) as u8);
+            n = n.wrapping_add(1);
             x /= 10;
             if x == 0 || n == digits.len() {
                 break;
@@ -194,9 +194,9 @@ impl RangeText {
         }
         let mut t = self;
         while n > 0 && t.len < Self::CAP {
-            n -= 1;
+            n = n.wrapping_sub(1);
             t.buf[t.len] = digits[n];
-            t.len += 1;
+            t.len = t.len.wrapping_add(1);
         }
         t
     }
@@ -529,7 +529,9 @@ impl Knobs {
     /// the knobs make.
     pub fn validate(&self) -> Result<(), KnobError> {
         let values = self.entries();
-        let rows = || TABLE.iter().zip(values).enumerate().filter_map(|(i, (row, (_, v)))| Some((i, row.limits?, v)));
+        // Indices from a bounded range, not `enumerate()`: its counter is an
+        // add that overflow checks would make a panic path.
+        let rows = || (0..Knobs::COUNT).zip(TABLE.iter().zip(values)).filter_map(|(i, (row, (_, v)))| Some((i, row.limits?, v)));
         if let Some((i, _, _)) = rows().find(|(_, r, v)| !r.contains(*v)) {
             return Err(KnobError::Range(i));
         }
