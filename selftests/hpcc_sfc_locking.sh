@@ -16,8 +16,9 @@
 #  - sfc_acl and sfc_ifaces rewritten in a loop by a process pinned to
 #    CPU 0, and the knobs too.
 #
-# Checks: the verdict loop and the storm ran and signals were applied
-# through the queue; the flow carried data throughout; every writer loop
+# Checks: the verdict loop and the storm ran and more than 100 signals
+# took the flow's socket lock through the queue; the flow carried data
+# throughout; every writer loop
 # finished; where the kernel has kmemleak (make stress), nothing leaked
 # once the module is unloaded; no kernel warning (under `make stress`'s
 # debug kernel that includes lockdep's: a socket lock taken with bottom
@@ -126,7 +127,12 @@ t_storm() {
 	seq=$(sfc_delta "$OUT/c.0" "$OUT/c.1" sfc_seq_out_of_window)
 	echo "storm rc $storm_rc: $(cat "$OUT/storm.json"); received $rx; under the socket's lock: applied or" \
 		"deferred $app, duplicates $dup, out of window $seq"
-	[ "$storm_rc" -eq 0 ] && [ "$app" -gt 0 ] && [ $((app + dup + seq)) -gt 100 ]
+	# Each of the three is decided under the flow's socket lock, taken
+	# here from the verdict's process context. Whether any signal is still
+	# in the window when its verdict comes depends on the guest's speed:
+	# under the debug kernel a run found all 4,180 out of it (the last byte
+	# sent had been acked), another 1 applied and 3 duplicates.
+	[ "$storm_rc" -eq 0 ] && [ $((app + dup + seq)) -gt 100 ]
 }
 ktap_check_v "storm_reached_the_socket_lock_from_both_contexts" t_storm
 
