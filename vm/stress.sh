@@ -35,7 +35,7 @@ build=$cache/stress-module
 rm -rf "$build"
 mkdir -p "$build"
 (cd "$root" && mkdir -p "$build/rust" && cp -r Kbuild include "$build"/ &&
-	find probe_tx rust/tcp_hpcc rust/hpcc_core -maxdepth 1 \( -name '*.rs' -o -name '*.c' \) \
+	find probe_tx rust/tcp_hpcc rust/hpcc_core -name tests -prune -o \( -name '*.rs' -o -name '*.c' \) \
 		! -name bindings_generated.rs -print0 | xargs -0 cp --parents -t "$build"/)
 make -C "$kdir" M="$build" LLVM=1 modules >"$results/module-build.log" 2>&1 ||
 	{ tail -20 "$results/module-build.log"; summary 0 1 0; }
