@@ -18,9 +18,6 @@ struct sock;
 struct sk_buff;
 struct kernel_param_ops;
 
-/* THIS_MODULE, which is a macro. */
-struct module *hpcc_this_module(void);
-
 /* tcp_is_cwnd_limited(), a static inline in <net/tcp.h>. */
 bool hpcc_tcp_is_cwnd_limited(const struct sock *sk);
 

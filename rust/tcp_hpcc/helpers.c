@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Thin C shim of tcp_hpcc: only what Rust cannot express or call
- * (macros such as THIS_MODULE and bh_lock_sock(), static inlines such as
+ * (macros such as bh_lock_sock(), static inlines such as
  * tcp_is_cwnd_limited(), and struct fields behind them); hpcc_shim.h
  * declares each function with its contract.
  *
@@ -29,11 +29,6 @@
 #include <net/rtnetlink.h>
 
 #include "hpcc_shim.h"
-
-struct module *hpcc_this_module(void)
-{
-	return THIS_MODULE;
-}
 
 bool hpcc_tcp_is_cwnd_limited(const struct sock *sk)
 {
