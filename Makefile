@@ -77,20 +77,20 @@ run:
 	$(ROOT)/vm/run-main.sh
 
 check:
-	$(ROOT)/selftests/run-all.sh
+	$(ROOT)/vm/check.sh
 
 bench:
-	$(ROOT)/vm/bench.sh
+	$(ROOT)/bench/run bench
 
 incast:
-	$(ROOT)/vm/incast.sh
+	$(ROOT)/bench/run incast
 
 # The closed-loop acceptance test of HPCC++ on the INT switch emulator
 # (selftests/hpcc_closed_loop.sh), in virtual time unless HPCC_VM_ICOUNT=0
 # (vm/run: the TCG host's stalls are not the network under test); not part
 # of `make check` (about 30 min), see README.
 closed-loop:
-	HPCC_VM_ICOUNT=$${HPCC_VM_ICOUNT:-1} HPCC_TESTS=hpcc_closed_loop.sh $(ROOT)/selftests/run-all.sh
+	HPCC_VM_ICOUNT=$${HPCC_VM_ICOUNT:-1} HPCC_TESTS=hpcc_closed_loop.sh $(ROOT)/vm/check.sh
 
 # The debug-kernel stress run (selftests/hpcc_stress.sh, vm/stress.sh): its
 # own cached kernel, at least 10 min in the VM; not part of `make check`.
@@ -100,4 +100,4 @@ stress:
 # The flow table at 50,000 concurrent connections (selftests/hpcc_scale.sh;
 # `make check` runs it with 5,000).
 scale:
-	HPCC_VM_MEM=$${HPCC_VM_MEM:-4G} HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/selftests/run-all.sh
+	HPCC_VM_MEM=$${HPCC_VM_MEM:-4G} HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/vm/check.sh

@@ -2,7 +2,7 @@
 /*
  * HPCC++ probe and response packets for TCP (draft-miao-rtgwg-hpccplus-00,
  * section 7.2). Shared by the module (rust/, probe_tx/) and the eBPF INT
- * switch emulator (selftests/int_switch.bpf.c).
+ * switch emulator (selftests/lib/bpf/int_switch.bpf.c).
  *
  * A probe is its own small IP packet with the data flow's 5-tuple (same
  * addresses, same TCP ports, protocol TCP) so that switches hash it onto the

@@ -4,7 +4,7 @@
  * a data packet to pause that flow for the time the switch needs to drain
  * its queue to a target (iccrg-ietf112 source flow control slides; the
  * security rules of draft-xiao-rtgwg-rocev2-fast-cnp-01). Shared by the
- * eBPF INT switch emulator (selftests/int_switch.bpf.c) and, through a
+ * eBPF INT switch emulator (selftests/lib/bpf/int_switch.bpf.c) and, through a
  * host test that parses every #define below, the Rust core
  * (rust/hpcc_core/sfc/signal.rs). Change both together.
  *

@@ -4,7 +4,7 @@
 # kselftest: what an operator does with tcp_hpcc on a host.
 #
 #  1. the tree `make install INSTALL_MOD_PATH=DIR` produced on the host
-#     (run-all.sh puts it in $HPCC_RESULTS/install) loads with
+#     (vm/check.sh puts it in $HPCC_RESULTS/install) loads with
 #     `modprobe -d DIR`;
 #  2. /proc/net/hpcc_flows lists a running flow with the values of its
 #     last tcp_hpcc:hpcc_sample record (U, W, Wc, T, incStage, hops, the
@@ -18,9 +18,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_ROOT/selftests/sfc_signal.py
+SIG=$HPCC_LIB/py/sfc_signal.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_admin
 INSTALL_ROOT=${HPCC_INSTALL_ROOT:-$RESULTS/install}
@@ -52,7 +52,7 @@ t_modprobe_d() {
 if [ -f "$INSTALL_ROOT/lib/modules/$(uname -r)/modules.dep" ]; then
 	ktap_check_v "installed_tree_loads_with_modprobe_d" t_modprobe_d
 else
-	ktap_test_skip "installed_tree_loads_with_modprobe_d" "no make install tree in $INSTALL_ROOT (run-all.sh makes it)"
+	ktap_test_skip "installed_tree_loads_with_modprobe_d" "no make install tree in $INSTALL_ROOT (vm/check.sh makes it)"
 fi
 
 intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }

@@ -55,7 +55,7 @@ t_available() {
 }
 ktap_check "hpcc_in_tcp_available_congestion_control" t_available
 
-# 3. The parameters are the core's knob table (selftests/knob_defaults,
+# 3. The parameters are the core's knob table (selftests/lib/knob_defaults,
 # rust/hpcc_core/knobs.rs): the same names, each at its default.
 t_params_are_the_table() {
 	local p=/sys/module/tcp_hpcc/parameters have want k v d bad=0

@@ -42,8 +42,8 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
+. "$HPCC_LIB/sh/bench_lib.sh"
 
 SECS=${SECS:-8}
 RATE_MBIT=${RATE_MBIT:-100}

@@ -3,7 +3,7 @@
 #
 # kselftest: captures the tcp_hpcc:hpcc_ctl tracepoint (every hook's
 # inputs and decision) while hpcc flows run through the emulated switch,
-# for the host to replay through the controller (run-all.sh runs
+# for the host to replay through the controller (vm/check.sh runs
 # `hpcc-replay --ctl` on the capture after the VM: every decision must
 # come out the same).
 #
@@ -31,9 +31,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_ctl_trace
 PORT=9300

@@ -33,8 +33,7 @@
 #
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 set -u
-here=$(dirname "$0")
-. "$here/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/incast.jsonl
@@ -45,7 +44,7 @@ require_tools ip tc bpftool clang python3 modprobe
 ktap_print_header
 
 ktap_set_plan 8
-"$here/incast.sh" >"$RESULTS/incast.txt" 2>"$RESULTS/incast.err"
+"$HPCC_ROOT/bench/incast.sh" >"$RESULTS/incast.txt" 2>"$RESULTS/incast.err"
 ktap_print_msg_lines <"$RESULTS/incast.txt"
 [ -s "$JSON" ] || { ktap_print_msg_lines <"$RESULTS/incast.err"; ktap_test_fail "incast_ran"; ktap_finished; }
 
@@ -97,7 +96,7 @@ t_families() {
 	for fam in 4 6; do
 		mkdir -p "$RESULTS/family$fam"
 		HPCC_RESULTS=$RESULTS/family$fam INCAST_SENDERS=$FN INCAST_FAMILY=$fam INCAST_ALGOS=hpcc \
-			"$here/incast.sh" >"$RESULTS/family$fam/incast.txt" 2>"$RESULTS/family$fam/incast.err" || return 1
+			"$HPCC_ROOT/bench/incast.sh" >"$RESULTS/family$fam/incast.txt" 2>"$RESULTS/family$fam/incast.err" || return 1
 		grep -E '^(Incast|  hpcc)' "$RESULTS/family$fam/incast.txt"
 	done
 	python3 - "$RESULTS/family4/incast.jsonl" "$RESULTS/family6/incast.jsonl" <<-'EOF'

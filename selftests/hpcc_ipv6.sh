@@ -22,11 +22,10 @@
 # KTAP on stdout; exit 0 pass, 1 fail, 4 skip. Runs inside the test VM.
 
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib.sh"
-. "$here/int_switch.sh"
+. "$(dirname "$0")/lib.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$here/hpcc_flow.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}

@@ -30,9 +30,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 PY=$INTSW_PY
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_no_harm

@@ -19,7 +19,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 RATE_MBIT=${RATE_MBIT:-100}
 DELAY_US=${DELAY_US:-1000}

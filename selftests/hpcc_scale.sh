@@ -25,9 +25,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-MANY=$HPCC_ROOT/selftests/hpcc_many.py
+MANY=$HPCC_LIB/py/hpcc_many.py
 N=${HPCC_SCALE_FLOWS:-5000}
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_scale

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # kselftest: tcp_hpcc's side of Source Flow Control (rust/tcp_hpcc/sfc_rx.rs) with
-# the emulated switch's signals (int_switch_sfc.sh tests the switch). One
+# the emulated switch's signals (emulator_sfc.sh tests the switch). One
 # hpcc sender through a 10 Mbit/s port, base RTT 20 ms split, buffer
 # 100 kB; the switch signals at 20 kB:
 #
@@ -44,9 +44,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_ROOT/selftests/sfc_signal.py
+SIG=$HPCC_LIB/py/sfc_signal.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_sfc
 P=/sys/module/tcp_hpcc/parameters
@@ -329,7 +329,7 @@ ktap_check_v "scope_all_pauses_other_flows_at_egress" t_scope
 # hpcc-s1, app-limited at 2 Mbit/s) beside one that makes the bottleneck
 # signal (SFC on, the switch in sfc_acl): 0 signals reach its sender, and
 # it carries what it carries alone, within 5%.
-FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 rev_flow() { # rev_flow TAG: the reverse flow for 3 s; prints its Mbit/s
 	ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" serve 9100 --once --quiet >/dev/null &
 	local k=$!

@@ -28,9 +28,9 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_ROOT/selftests/sfc_signal.py
+SIG=$HPCC_LIB/py/sfc_signal.py
 RESULTS=${HPCC_RESULTS:-/tmp}
 OUT=$RESULTS/hpcc_sfc_locking
 P=/sys/module/tcp_hpcc/parameters

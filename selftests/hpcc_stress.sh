@@ -30,10 +30,10 @@
 
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
-MANY=$HPCC_ROOT/selftests/hpcc_many.py
-FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+MANY=$HPCC_LIB/py/hpcc_many.py
+FLOW=$HPCC_LIB/py/hpcc_flow.py
 SECS=${HPCC_STRESS_SECS:-600}
 CONNS=${HPCC_STRESS_CONNS:-20000}
 HOSTILE=${HPCC_STRESS_HOSTILE:-1000000}

@@ -5,15 +5,18 @@
 # and netns topologies. Sourced by the tests, which run inside the VM.
 
 HPCC_ROOT=${HPCC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# The tests' helpers (selftests/lib/, as the kernel's net/lib/): shell
+# libraries in sh/, Python tools in py/, the switch emulator in bpf/.
+HPCC_LIB=$HPCC_ROOT/selftests/lib
 # Every netns a test creates is named ${HPCC_NS}-<role> (hpcc-XXXXXX-s1,
 # -sw1, -rcv, ...), random per test run as the kernel's net/lib.sh names
 # them, so tests can run side by side; exported, so the scripts a test
 # starts use the same names.
 export HPCC_NS=${HPCC_NS:-$(mktemp -u hpcc-XXXXXX)}
 # The module's parameters and defaults, as the core's knob table declares
-# them (selftests/knob_defaults, checked against it by a host test): tests
+# them (selftests/lib/knob_defaults, checked against it by a host test): tests
 # read defaults here, never as literals.
-HPCC_KNOB_DEFAULTS=${HPCC_KNOB_DEFAULTS:-$(dirname "${BASH_SOURCE[0]}")/knob_defaults}
+HPCC_KNOB_DEFAULTS=${HPCC_KNOB_DEFAULTS:-$HPCC_LIB/knob_defaults}
 knob_default() { # knob_default NAME: its default (empty for a text knob)
 	awk -F= -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }' "$HPCC_KNOB_DEFAULTS"
 }

@@ -14,4 +14,4 @@ make -C "$root/selftests" >/dev/null
 # runs in real time.
 export HPCC_VM_ICOUNT=${HPCC_VM_ICOUNT:-1}
 [ "$HPCC_VM_ICOUNT" = 0 ] || export HPCC_VM_ACCEL=${HPCC_VM_ACCEL:-tcg}
-exec "$root/vm/run" -k "$kdir" -w "$root/results" -- "$root/selftests/main_job.sh"
+exec "$root/vm/run" -k "$kdir" -w "$root/results" -- "$root/vm/main-job.sh"

@@ -402,7 +402,7 @@ macro_rules! knobs_struct {
 
 /// Every knob's default, one `name=value` line each in table order (a
 /// text knob's value empty), after a comment line: what the tests read
-/// instead of literals (`selftests/knob_defaults`, checked against this by
+/// instead of literals (`selftests/lib/knob_defaults`, checked against this by
 /// `tests/knobs_table.rs`) and what `hpcc-replay --knobs` prints.
 pub struct Defaults;
 

@@ -51,19 +51,19 @@ fn every_knob_is_in_the_table_once_with_its_default() {
     assert_eq!(sorted.len(), names.len());
 }
 
-/// The tests' copy of the defaults, `selftests/knob_defaults`: what
+/// The tests' copy of the defaults, `selftests/lib/knob_defaults`: what
 /// `hpcc-replay --knobs` prints (`knobs::Defaults`). `HPCC_UPDATE_README=1`
 /// rewrites it too.
 #[test]
 fn selftests_read_the_knob_tables_defaults() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../selftests/knob_defaults");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../selftests/lib/knob_defaults");
     let want = hpcc_core::knobs::Defaults.to_string();
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     if current != want && std::env::var_os("HPCC_UPDATE_README").is_some() {
         std::fs::write(&path, &want).unwrap();
         return;
     }
-    assert_eq!(current, want, "selftests/knob_defaults differs from the knob table; HPCC_UPDATE_README=1 rewrites it");
+    assert_eq!(current, want, "selftests/lib/knob_defaults differs from the knob table; HPCC_UPDATE_README=1 rewrites it");
 }
 
 /// The README's prose names a few defaults ("`probe_dscp` (default 11)")

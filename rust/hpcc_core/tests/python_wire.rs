@@ -1,4 +1,4 @@
-//! `selftests/hpcc_wire.py`, the one Python copy of the wire format every
+//! `selftests/lib/py/hpcc_wire.py`, the one Python copy of the wire format every
 //! selftest script uses, builds probes and responses byte for byte as the
 //! core does, and reports the same speed codes as the table.
 
@@ -13,7 +13,7 @@ fn py(args: &[&str]) -> Option<String> {
         eprintln!("SKIP: no python3");
         return None;
     }
-    let script = common::include_dir().join("../selftests/hpcc_wire.py");
+    let script = common::include_dir().join("../selftests/lib/py/hpcc_wire.py");
     let out = Command::new("python3").arg(script).args(args).output().unwrap();
     assert!(out.status.success(), "hpcc_wire.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8(out.stdout).unwrap().trim().to_string())

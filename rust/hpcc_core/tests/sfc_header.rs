@@ -113,7 +113,7 @@ fn header_compiles_for_bpf() {
     );
 }
 
-/// The selftests' Python encoder (selftests/sfc_signal.py, which reads the
+/// The selftests' Python encoder (selftests/lib/py/sfc_signal.py, which reads the
 /// layout from the header) builds what the Rust parser reads.
 #[test]
 fn python_encoder_matches_rust_parser() {
@@ -121,7 +121,7 @@ fn python_encoder_matches_rust_parser() {
         eprintln!("SKIP: no python3");
         return;
     }
-    let dir = common::include_dir().join("../selftests");
+    let dir = common::include_dir().join("../selftests/lib/py");
     let out = std::process::Command::new("python3")
         .arg("-c")
         .arg(

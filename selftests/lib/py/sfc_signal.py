@@ -83,7 +83,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hpcc_wire import checksum as csum  # noqa: E402  (RFC 1071, complemented)
 
-ROOT = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
 
 def header():

@@ -19,7 +19,7 @@ import socket
 import struct
 import sys
 
-_ROOT = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+_ROOT = os.environ.get("HPCC_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
 
 def _defines(*files):
@@ -118,7 +118,7 @@ def tcp_packet(src, dst, sport, dport, dscp, pay, ecn=0):
     Hand-written rather than scapy: the lying receiver answers every probe
     within an RTT and the stress storm sends 10^6 packets, and scapy builds
     one over 100 times slower (build host: 1.1 ms against 6 us per
-    response; TCG: 27.5 ms against 220 us, selftests/tools_cost.py). wire_test.py checks these
+    response; TCG: 27.5 ms against 220 us, selftests/lib/py/tools_cost.py). wire_test.py checks these
     headers with scapy's dissectors, python_wire.rs byte for byte against
     the module's encoder."""
     fam = family(src)

@@ -83,18 +83,18 @@ step "no panic path in the core with overflow checks on (rust/tools/bench/panic-
 sh "$root/rust/tools/bench/panic-check.sh"
 verdict core-has-no-panic-paths-with-overflow-checks $?
 
-step "host test of the selftest library (selftests/lib_test.sh)"
-host_ktap lib_test bash "$root/selftests/lib_test.sh"
+step "host test of the selftest library (selftests/lib/sh/lib_test.sh)"
+host_ktap lib_test bash "$root/selftests/lib/sh/lib_test.sh"
 
-step "host test of the benchmark's statistics (selftests/benchstat_test.py)"
-host_ktap benchstat_test /usr/bin/python3 "$root/selftests/benchstat_test.py"
+step "host test of the benchmark's statistics (selftests/lib/py/benchstat_test.py)"
+host_ktap benchstat_test /usr/bin/python3 "$root/selftests/lib/py/benchstat_test.py"
 
-step "host test of the wire format's headers against scapy (selftests/wire_test.py)"
+step "host test of the wire format's headers against scapy (selftests/lib/py/wire_test.py)"
 # The distribution's python: scapy comes from Debian (setup-host.sh).
-host_ktap wire_test /usr/bin/python3 "$root/selftests/wire_test.py"
+host_ktap wire_test /usr/bin/python3 "$root/selftests/lib/py/wire_test.py"
 
-step "host test of the incast benchmark's metrics (selftests/incast_test.py)"
-host_ktap incast_test /usr/bin/python3 "$root/selftests/incast_test.py"
+step "host test of the incast benchmark's metrics (selftests/lib/py/incast_test.py)"
+host_ktap incast_test /usr/bin/python3 "$root/selftests/lib/py/incast_test.py"
 
 step "kernel (cached by source, config and toolchain)"
 start=$(date +%s)
@@ -117,8 +117,8 @@ echo "calls into core panic/fail paths in rust/tcp_hpcc/tcp_hpcc.o: $panics"
 [ "$panics" -eq 0 ]
 verdict module-has-no-panic-paths $?
 
-step "install, DKMS and the toolchain check against the test kernel (selftests/install_test.sh)"
-host_ktap install_test bash "$root/selftests/install_test.sh" "$kdir" "$results/install"
+step "install, DKMS and the toolchain check against the test kernel (vm/install_test.sh)"
+host_ktap install_test bash "$root/vm/install_test.sh" "$kdir" "$results/install"
 
 step "eBPF objects of the selftests"
 make -C "$root/selftests" 2>&1 | tee "$results/bpf-build.log"

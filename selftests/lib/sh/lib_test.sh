@@ -7,7 +7,7 @@
 # results, so every branch is exercised without a VM. KTAP on stdout.
 
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

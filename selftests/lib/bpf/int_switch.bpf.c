@@ -2,7 +2,7 @@
 /*
  * int_switch.bpf.c: one egress port of an emulated HPCC++ INT switch, as a
  * tc clsact egress program (clang -O2 -g --target=bpf). Load one instance
- * per port (each load has its own maps): selftests/int_switch.sh does
+ * per port (each load has its own maps): selftests/lib/sh/int_switch.sh does
  *
  *   bpftool prog load int_switch.bpf.o /sys/fs/bpf/hpcc/<ns>/<dev>/prog \
  *       type classifier pinmaps /sys/fs/bpf/hpcc/<ns>/<dev>
@@ -58,7 +58,7 @@
 #define BPF_SKB_TSTAMP_DELIVERY_MONO	1
 #endif
 
-/* selftests/intsw.py unpacks these layouts */
+/* selftests/lib/py/intsw.py unpacks these layouts */
 _Static_assert(sizeof(struct int_sw_cfg) == 48, "int_sw_cfg layout");
 _Static_assert(sizeof(struct int_sw_port) == 8 + 16 * 8, "int_sw_port layout");
 _Static_assert(sizeof(struct int_sw_sfc_cfg) == 64, "int_sw_sfc_cfg layout");

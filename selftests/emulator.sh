@@ -12,9 +12,9 @@
 # Raw data (sample logs, probe captures, stats) goes to $HPCC_RESULTS.
 
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib.sh"
-. "$here/int_switch.sh"
+here=$(cd "$(dirname "$0")/lib/py" && pwd)
+. "$(dirname "$0")/lib.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
 
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}

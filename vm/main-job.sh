@@ -8,9 +8,9 @@
 # link in this boot, printed beside it: the first figure a user sees is
 # the algorithm's, next to what this host carries.
 set -eu
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. "$(dirname "$0")/../selftests/lib.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
+. "$HPCC_LIB/sh/bench_lib.sh"
 
 SECS=${SECS:-10}
 RESULTS=${HPCC_RESULTS:-/tmp}

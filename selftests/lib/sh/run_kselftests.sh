@@ -8,9 +8,9 @@
 # "ok N ... # SKIP" (exit 4), "not ok N ... # TIMEOUT S seconds" (the
 # `settings` file's timeout, or $kselftest_override_timeout; 0 = none) or
 # "not ok N ... # exit=RC". Each test's KTAP is also kept in
-# $HPCC_RESULTS/TEST.ktap (default /tmp), which run-all.sh counts.
+# $HPCC_RESULTS/TEST.ktap (default /tmp), which vm/check.sh counts.
 set -u
-dir=$(cd "$(dirname "$0")" && pwd)
+dir=$(cd "$(dirname "$0")/../.." && pwd) # selftests/
 results=${HPCC_RESULTS:-/tmp}
 limit=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
 limit=${kselftest_override_timeout:-${limit:-45}}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Host test of building and installing tcp_hpcc as an operator would,
-# against the kernel build tree KDIR (run-all.sh: the test kernel):
+# against the kernel build tree KDIR (vm/check.sh: the test kernel):
 #
 #  1. `make install INSTALL_MOD_PATH=DIR` puts tcp_hpcc.ko under
 #     DIR/lib/modules/<release>/updates/ with a modules.dep that lists it
@@ -15,7 +15,7 @@
 #
 #   install_test.sh KDIR DIR      KTAP on stdout
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../selftests/lib.sh"
 KDIR=$1
 DEST=$2
 root=$HPCC_ROOT

@@ -4,7 +4,7 @@
 # INT switch emulator: build, attach, configure, read, and the netns
 # topologies it runs in. Source it after lib.sh:
 #
-#   . selftests/lib.sh; . selftests/int_switch.sh
+#   . selftests/lib.sh; . selftests/lib/sh/int_switch.sh
 #
 # A port of an emulated switch is one instance of int_switch.bpf.c on the
 # clsact egress hook of a device in a switch netns, with sch_fq as the root
@@ -74,12 +74,15 @@
 #   intsw_sender_offload on|off          TSO/GSO on the senders' devices
 #   intsw_cleanup                        delete every netns and pin of this run ($HPCC_NS)
 
-INTSW_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-HPCC_ROOT=${HPCC_ROOT:-$(cd "$INTSW_DIR/.." && pwd)}
+# The emulator's program in selftests/lib/bpf/, its Python tools in
+# selftests/lib/py/ (INTSW_DIR).
+HPCC_ROOT=${HPCC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
+INTSW_DIR=$HPCC_ROOT/selftests/lib/py
+INTSW_BPF_DIR=$HPCC_ROOT/selftests/lib/bpf
 : "${HPCC_NS:?int_switch.sh: source lib.sh first}"
 INTSW_PIN_ROOT=${INTSW_PIN_ROOT:-/sys/fs/bpf/$HPCC_NS}
 INTSW_BUILD_DIR=${INTSW_BUILD_DIR:-/tmp/hpcc-intsw}
-INTSW_SRC=$INTSW_DIR/int_switch.bpf.c
+INTSW_SRC=$INTSW_BPF_DIR/int_switch.bpf.c
 INTSW_OBJ=${INTSW_OBJ:-}
 if [ -z "${INTSW_PY:-}" ]; then
 	# The distribution's python starts faster than a pyenv shim under TCG.
@@ -93,10 +96,10 @@ _intsw_log() { echo "int_switch: $*" >&2; }
 # intsw_build: compiles int_switch.bpf.c unless an up-to-date object exists
 # next to it (make -C selftests) or in $INTSW_BUILD_DIR; sets INTSW_OBJ.
 intsw_build() {
-	local deps=("$INTSW_SRC" "$INTSW_DIR/int_switch.h" "$HPCC_ROOT/include/hpcc_int.h"
+	local deps=("$INTSW_SRC" "$INTSW_BPF_DIR/int_switch.h" "$HPCC_ROOT/include/hpcc_int.h"
 		"$HPCC_ROOT/include/hpcc_probe.h" "$HPCC_ROOT/include/hpcc_sfc.h")
 	local cand d fresh
-	for cand in ${INTSW_OBJ:+"$INTSW_OBJ"} "$INTSW_DIR/int_switch.bpf.o" "$INTSW_BUILD_DIR/int_switch.bpf.o"; do
+	for cand in ${INTSW_OBJ:+"$INTSW_OBJ"} "$INTSW_BPF_DIR/int_switch.bpf.o" "$INTSW_BUILD_DIR/int_switch.bpf.o"; do
 		[ -f "$cand" ] || continue
 		fresh=1
 		for d in "${deps[@]}"; do
@@ -110,7 +113,7 @@ intsw_build() {
 	multiarch=$(gcc -dumpmachine 2>/dev/null || echo "$(uname -m)-linux-gnu")
 	mkdir -p "$INTSW_BUILD_DIR" || return 1
 	INTSW_OBJ=$INTSW_BUILD_DIR/int_switch.bpf.o
-	"$clang" -O2 -g --target=bpf -Wall -Werror -I"$HPCC_ROOT/include" -I"$INTSW_DIR" \
+	"$clang" -O2 -g --target=bpf -Wall -Werror -I"$HPCC_ROOT/include" -I"$INTSW_BPF_DIR" \
 		-I"/usr/include/$multiarch" -c "$INTSW_SRC" -o "$INTSW_OBJ.tmp" &&
 		mv "$INTSW_OBJ.tmp" "$INTSW_OBJ"
 }

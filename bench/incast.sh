@@ -36,10 +36,10 @@
 # (the victim's 8 KiB RPC on the wire at 1/(N+1) of the port, plus one base
 # RTT: its time at a fair share).
 set -u
-here=$(dirname "$0")
-. "$here/lib.sh"
-. "$here/int_switch.sh"
-. "$here/bench_lib.sh"
+. "$(dirname "$0")/../selftests/lib.sh"
+here=$HPCC_LIB/py
+. "$HPCC_LIB/sh/int_switch.sh"
+. "$HPCC_LIB/sh/bench_lib.sh"
 
 N=${INCAST_SENDERS:-8}
 REPS=${INCAST_REPS:-3}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Plots of the side-by-side benchmark (selftests/bench.sh output).
+"""Plots of the side-by-side benchmark (bench/bench.sh output).
 
   bench_plot.py DIR     reads DIR/bench.jsonl and DIR/bench-<algo>-<n>.samples,
                         writes DIR/bench_summary.png and DIR/bench_queue.png

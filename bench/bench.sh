@@ -26,9 +26,9 @@
 # short flow gets its fair share from its first byte with no queue: the
 # slowdowns of any controller that shares the port fairly, on this host.
 set -u
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/int_switch.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. "$(dirname "$0")/../selftests/lib.sh"
+. "$HPCC_LIB/sh/int_switch.sh"
+. "$HPCC_LIB/sh/bench_lib.sh"
 
 # labelled NAME: the reference's JSON line (stdin) under algo NAME.
 labelled() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Userspace side of the INT switch emulator (selftests/int_switch.bpf.c).
+"""Userspace side of the INT switch emulator (selftests/lib/bpf/int_switch.bpf.c).
 
 A port's maps are pinned in one directory, /sys/fs/bpf/<run>/<netns>/<dev>
 (see int_switch.sh). This tool writes them with bpftool and reads them with
@@ -55,7 +55,7 @@ SyscallMap, RootQdisc, in_netns, probe's capture filter (each says).
                                         log (JSON), not before FROM_NS
                                         (CLOCK_MONOTONIC)
 
-Layouts: selftests/int_switch.h (keep in sync).
+Layouts: selftests/lib/bpf/int_switch.h (keep in sync).
 """
 # Imports are kept lazy where they can be: every start of this tool costs
 # under TCG, and json/subprocess/argparse double it.
@@ -67,14 +67,14 @@ import time
 
 
 def _wire():
-    """selftests/hpcc_wire.py, imported when first needed (most calls of
+    """selftests/lib/py/hpcc_wire.py, imported when first needed (most calls of
     this script never build or parse a probe)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import hpcc_wire
     return hpcc_wire
 
 
-# ---- map layouts, read from selftests/int_switch.h ---------------------------
+# ---- map layouts, read from selftests/lib/bpf/int_switch.h ---------------------------
 
 class Layout:
     """One struct of int_switch.h as a precompiled struct.Struct, offsets by
@@ -124,7 +124,7 @@ class Layout:
 def _layouts():
     """Every struct int_sw_* of int_switch.h as a Layout, and its integer
     #defines."""
-    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "int_switch.h")).read()
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bpf", "int_switch.h")).read()
     defs = {n: int(v.rstrip("uU"), 0) for n, v in
             re.findall(r"^#define\s+(INT_SW_\w+)\s+(0x[0-9a-fA-F]+[uU]?|\d+[uU]?)\b", text, re.M)}
     return {n: Layout(b, defs) for n, b in re.findall(r"^struct (int_sw_\w+) \{(.*?)^\};", text, re.M | re.S)}, defs
@@ -398,7 +398,7 @@ class RootQdisc:
     the flows it samples start, and importing pyroute2 takes 0.65 s on the
     2-core build host (python itself 0.05 s) and 32 s under TCG
     (tools_cost.py): a sampler with it missed a whole 4 s flow in
-    int_switch_test.sh. A read costs 0.32 ms here, 9.8 ms with pyroute2."""
+    emulator.sh. A read costs 0.32 ms here, 9.8 ms with pyroute2."""
 
     def __init__(self, ns, dev):
         import socket

@@ -4,7 +4,7 @@
 # One measured scenario on the INT switch emulator: a topology, N bulk
 # flows of one congestion control, and the bottleneck's own counters.
 # Source after lib.sh and int_switch.sh. Used by the closed-loop kselftest
-# and by the side-by-side benchmark (selftests/bench.sh).
+# and by the side-by-side benchmark (bench/bench.sh).
 #
 #   bench_scenario ALGO NFLOWS TOPO SECONDS [key=value ...]
 #       TOPO: single (one switch; N senders fan in) | twohop (bottleneck at
@@ -41,7 +41,7 @@
 #       the tcp_hpcc:hpcc_sample tracepoint; null otherwise), and for
 #       parallel the per-switch probe counts.
 
-BENCH_FLOW=$HPCC_ROOT/selftests/hpcc_flow.py
+BENCH_FLOW=$HPCC_LIB/py/hpcc_flow.py
 BENCH_PY=${INTSW_PY:-python3}
 
 _bench_kv() { _intsw_kv "$@"; }

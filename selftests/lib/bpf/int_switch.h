@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Map layouts of the INT switch emulator (selftests/int_switch.bpf.c).
- * selftests/intsw.py reads these structs from this file (ctypes, natural
+ * Map layouts of the INT switch emulator (selftests/lib/bpf/int_switch.bpf.c).
+ * selftests/lib/py/intsw.py reads these structs from this file (ctypes, natural
  * alignment as here): this is the one definition. All fields are host
  * order.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Plot of the incast benchmark (selftests/incast.sh output).
+"""Plot of the incast benchmark (bench/incast.sh output).
 
   incast_plot.py DIR    reads DIR/incast.jsonl and DIR/incast/<algo>-sfc<0|1>-rep0.{log,run},
                         writes DIR/incast_queue.png
