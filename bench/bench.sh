@@ -40,7 +40,6 @@ RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 ALGOS=${ALGOS:-hpcc dctcp cubic bbr}
 FLOWS=${FLOWS:-1 4}
-RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/bench.jsonl
 : >"$JSON"
 

@@ -48,10 +48,7 @@ FAMILY=${INCAST_FAMILY:-4}
 RATE_MBIT=100
 RTT_US=2000
 BDP=$((RATE_MBIT * 1000000 / 8 * RTT_US / 1000000))
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/incast
 JSON=$RESULTS/incast.jsonl
-P=/sys/module/tcp_hpcc/parameters
 PY=${INTSW_PY:-python3}
 mkdir -p "$OUT"
 : >"$JSON"
@@ -59,10 +56,7 @@ mkdir -p "$OUT"
 load_module || { echo "incast: cannot load tcp_hpcc"; exit 1; }
 intsw_build >/dev/null || { echo "incast: cannot build the switch emulator"; exit 1; }
 cleanup() {
-	echo 0 >$P/sfc_enable
-	echo 0 >$P/sfc_scope
-	echo "" >$P/sfc_acl
-	echo "" >$P/sfc_ifaces
+	knobs_reset sfc_enable sfc_scope sfc_acl sfc_ifaces
 	intsw_cleanup
 }
 trap cleanup EXIT
@@ -104,7 +98,7 @@ sfc_mode() { # sfc_mode 0|1
 			echo 1 >$P/sfc_scope
 	else
 		intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
-		echo 0 >$P/sfc_enable && echo "" >$P/sfc_acl && echo "" >$P/sfc_ifaces && echo 0 >$P/sfc_scope
+		knobs_reset sfc_enable sfc_acl sfc_ifaces sfc_scope
 	fi
 }
 

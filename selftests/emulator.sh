@@ -19,7 +19,6 @@ here=$(cd "$(dirname "$0")/lib/py" && pwd)
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 DURATION=${DURATION:-8}
-RESULTS=${HPCC_RESULTS:-/tmp}
 RATE=$((RATE_MBIT * 1000000))
 BDP=$((RATE / 8 * RTT_US / 1000000))
 BUF=$((2 * BDP))
@@ -27,13 +26,9 @@ SW=${HPCC_NS}-sw1
 PORT=rcv
 PY=$INTSW_PY
 
-require_root_and_vm
-require_tools ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
-
+ktap_begin 17 ip tc bpftool iperf3 nsenter mountpoint "${CLANG:-clang}" "$PY"
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_print_header
-ktap_set_plan 17
 trap 'intsw_cleanup; pkill -x iperf3 2>/dev/null' EXIT
 ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 T_START=$SECONDS

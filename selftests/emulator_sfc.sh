@@ -29,24 +29,15 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_LIB/py/sfc_signal.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/int_switch_sfc
 PORT=9000
 RATE=10000000
 RTT=20000
 TRIGGER=20000
 TARGET=2000
 
-require_root_and_vm
-require_tools ip tc bpftool python3
-
-ktap_print_header
-
-ktap_set_plan 9
-mkdir -p "$OUT"
+ktap_begin 9 ip tc bpftool python3
 trap intsw_cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+ktap_need emulator_builds intsw_build
 intsw_topo_fanin 1 rate_mbit=10 rtt_us=$RTT split=1 buffer=100000 >"$OUT/topo.log" 2>&1 &&
 	intsw_ipv6 1 1 >>"$OUT/topo.log" 2>&1 || { ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
 D=$(intsw_dir ${HPCC_NS}-sw1 rcv)

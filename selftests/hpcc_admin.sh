@@ -20,19 +20,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_LIB/py/sfc_signal.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_admin
 INSTALL_ROOT=${HPCC_INSTALL_ROOT:-$RESULTS/install}
 PORT=9100
 
-require_root_and_vm
-require_tools ip tc bpftool python3 modprobe modinfo rmmod setpriv ss perf bpftrace
-
-ktap_print_header
-
-ktap_set_plan 6
-mkdir -p "$OUT"
+ktap_begin 6 ip tc bpftool python3 modprobe modinfo rmmod setpriv ss perf bpftrace
 PIDS=()
 PERF_DIR=
 trap 'kill "${PIDS[@]}" 2>/dev/null; intsw_cleanup; [ -z "$PERF_DIR" ] || rm -rf "$PERF_DIR"' EXIT
@@ -55,8 +46,8 @@ else
 	ktap_test_skip "installed_tree_loads_with_modprobe_d" "no make install tree in $INSTALL_ROOT (vm/check.sh makes it)"
 fi
 
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 intsw_topo_fanin 1 rate_mbit=20 rtt_us=2000 >"$OUT/topo.log" 2>&1 ||
 	{ ktap_print_msg_lines <"$OUT/topo.log"; ktap_test_fail "topology"; ktap_finished; }
 

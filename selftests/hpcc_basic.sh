@@ -15,15 +15,10 @@ RATE_MBIT=${RATE_MBIT:-100}
 DELAY_US=${DELAY_US:-1000}          # one-way; base RTT = 2 * DELAY_US
 DURATION=${DURATION:-10}
 MIN_UTIL_PCT=${MIN_UTIL_PCT:-80}
-RESULTS=${HPCC_RESULTS:-/tmp}
 
-require_root_and_vm
-require_tools ip tc ss iperf3 python3 modprobe insmod rmmod depmod setpriv
-
+ktap_begin 12 ip tc ss iperf3 python3 modprobe insmod rmmod depmod setpriv
 # Throughput-dependent checks need a VM that carries B (lib.sh perf_gate).
 PERF_WHY=$(perf_gate)
-ktap_print_header
-ktap_set_plan 12
 trap 'topo_cleanup; pkill -x iperf3 2>/dev/null' EXIT
 ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 

@@ -52,22 +52,16 @@ MIN_UTIL=${MIN_UTIL:-0.85}
 FLOOR_PCT=${FLOOR_PCT:-86}
 U_TOL=${U_TOL:-0.1}
 N_FORGED=${N_FORGED:-100}
-RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/hpcc_closed_loop.jsonl
 
-require_root_and_vm
-require_tools ip tc bpftool clang python3 modprobe bc
-
-ktap_print_header
-
-ktap_set_plan 22
+ktap_begin 22 ip tc bpftool clang python3 modprobe bc
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 : >"$JSON"
 
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need module_loads load_module
 # The module's defaults: no knob is set.
 ktap_print_msg "tcp_hpcc: $(cd /sys/module/tcp_hpcc/parameters && for k in init_window_bytes wai_bytes wai_path path_cap_pct pacing_shift rcv_count_us; do printf '%s %s, ' "$k" "$(cat $k)"; done)"
-intsw_build >/dev/null || { ktap_test_fail "switch_emulator_builds"; ktap_finished; }
+ktap_need emulator_builds intsw_build
 
 run() { # run NAME ALGO|paced N TOPO [key=value...] -> JSON line in $JSON, echoed
 	local name=$1 algo=$2

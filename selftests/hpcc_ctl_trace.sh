@@ -33,18 +33,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$HPCC_LIB/py/hpcc_flow.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_ctl_trace
 PORT=9300
 TR=/sys/kernel/tracing
 
-require_root_and_vm
-require_tools ip tc bpftool python3 modprobe
-
-ktap_print_header
-ktap_set_plan 4
-mkdir -p "$OUT"
+ktap_begin 4 ip tc bpftool python3 modprobe
 PIDS=()
 OLD_CLOCK=
 OLD_KB=
@@ -55,8 +47,8 @@ restore_tracing() {
 }
 trap 'kill "${PIDS[@]}" 2>/dev/null; restore_tracing; intsw_cleanup' EXIT
 
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 hpcc_tracefs && [ -w $TR/events/tcp_hpcc/hpcc_ctl/enable ] || {
 	ktap_skip_all "no tracefs or no tcp_hpcc:hpcc_ctl event"
 	exit "$KSFT_SKIP"

@@ -35,15 +35,9 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-RESULTS=${HPCC_RESULTS:-/tmp}
 JSON=$RESULTS/incast.jsonl
 
-require_root_and_vm
-require_tools ip tc bpftool clang python3 modprobe
-
-ktap_print_header
-
-ktap_set_plan 8
+ktap_begin 8 ip tc bpftool clang python3 modprobe
 "$HPCC_ROOT/bench/incast.sh" >"$RESULTS/incast.txt" 2>"$RESULTS/incast.err"
 ktap_print_msg_lines <"$RESULTS/incast.txt"
 [ -s "$JSON" ] || { ktap_print_msg_lines <"$RESULTS/incast.err"; ktap_test_fail "incast_ran"; ktap_finished; }

@@ -25,28 +25,20 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$HPCC_LIB/py/hpcc_flow.py
-RESULTS=${HPCC_RESULTS:-/tmp}
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 BDP=$((RATE_MBIT * 1000000 / 8 * RTT_US / 1000000))
 SECS=${SECS:-4}
 
-require_root_and_vm
-require_tools ip tc python3 modprobe nstat "${CLANG:-clang}"
-
-ktap_print_header
-
-ktap_set_plan 8
+ktap_begin 8 ip tc python3 modprobe nstat "${CLANG:-clang}"
 trap 'intsw_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 COUNTERS="probes_sent probes_received probes_no_socket responses_sent responses_received responses_accepted samples_applied
 	responses_bad_nonce malformed_truncated responses_too_many_hops malformed_magic responses_no_flow"
 
-load_module ||
-	{ ktap_test_fail "module_loads"; ktap_finished; }
-intsw_build >/dev/null || { ktap_test_fail "switch_emulator_builds"; ktap_finished; }
+ktap_need module_loads load_module
+ktap_need emulator_builds intsw_build
 t_topology() {
 	intsw_topo_fanin 1 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" ecn_k=$((BDP / 4)) &&
 		intsw_ipv6 1 1 &&
@@ -173,10 +165,9 @@ ktap_check "device_bound_receiver_answers" t_bound
 # toward a running IPv6 hpcc flow: each kind is counted where the IPv4
 # ones are (hpcc_probe.sh), and genuine responses keep being accepted.
 N_FORGED=${N_FORGED:-200}
-P=/sys/module/tcp_hpcc/parameters
 echo 4 >$P/max_hops	# so that 5 valid hops are "over max_hops"
 SECS=5 INJECT_FROM=fd00:2::1 flow forged fd00:2::1 hpcc "::"
-echo 8 >$P/max_hops
+knobs_reset max_hops
 ktap_print_msg "IPv6 forgeries, $N_FORGED of each kind: bad_nonce ${D[responses_bad_nonce]} truncated ${D[malformed_truncated]}" \
 	"too_many_hops ${D[responses_too_many_hops]} random(bad magic) ${D[malformed_magic]} no_flow ${D[responses_no_flow]}"
 t_v6_forged() {

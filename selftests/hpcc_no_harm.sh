@@ -32,19 +32,9 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-FLOW=$HPCC_LIB/py/hpcc_flow.py
 PY=$INTSW_PY
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_no_harm
-P=/sys/module/tcp_hpcc/parameters
 
-require_root_and_vm
-require_tools ip tc "$PY" modprobe nft iperf3 nstat bpftool ethtool tcpdump
-
-ktap_print_header
-
-ktap_set_plan 19
-mkdir -p "$OUT"
+ktap_begin 19 ip tc "$PY" modprobe nft iperf3 nstat bpftool ethtool tcpdump
 cleanup() {
 	pkill -f hpcc_flow.py 2>/dev/null
 	pkill iperf3 2>/dev/null
@@ -52,7 +42,7 @@ cleanup() {
 	topo_cleanup
 }
 trap cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
+ktap_need emulator_builds intsw_build
 
 # serve_once NS PORT [serve options]: a receiver for one connection, in the
 # background; waits until it listens.

@@ -19,24 +19,15 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-FLOW=$HPCC_LIB/py/hpcc_flow.py
-RESULTS=${HPCC_RESULTS:-/tmp}
 RATE_MBIT=${RATE_MBIT:-100}
 DELAY_US=${DELAY_US:-1000}
 N_FORGED=${N_FORGED:-200}
 
-require_root_and_vm
-require_tools ip tc python3 modprobe ethtool nstat
-
-ktap_print_header
-
-ktap_set_plan 11
+ktap_begin 11 ip tc python3 modprobe ethtool nstat
 trap 'topo_cleanup; pkill -f hpcc_flow.py 2>/dev/null' EXIT
 
 
-load_module ||
-	{ ktap_test_fail "module_loads"; ktap_finished; }
-P=/sys/module/tcp_hpcc/parameters
+ktap_need module_loads load_module
 PERF_WHY=$(perf_gate)
 ktap_print_msg "perf gate: reference cubic $(cat "$PERF_GATE_FILE.mbps") Mbit/s${PERF_WHY:+ ($PERF_WHY)}"
 
@@ -285,5 +276,5 @@ t_no_oops() {
 }
 ktap_check "no_kernel_warnings" t_no_oops
 
-echo 8 >"$P/max_hops"
+knobs_reset max_hops
 ktap_finished

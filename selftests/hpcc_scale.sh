@@ -27,28 +27,18 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-MANY=$HPCC_LIB/py/hpcc_many.py
 N=${HPCC_SCALE_FLOWS:-5000}
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_scale
-P=/sys/module/tcp_hpcc/parameters
 PORT=7000
 
-require_root_and_vm
-require_tools ip tc python3 modprobe perf
-
-ktap_print_header
-
-ktap_set_plan 6
-mkdir -p "$OUT"
+ktap_begin 6 ip tc python3 modprobe perf
 cleanup() {
 	pkill -f hpcc_many.py 2>/dev/null
-	echo 0 >"$P/max_flows_per_netns" 2>/dev/null
+	knobs_reset max_flows_per_netns
 	intsw_cleanup
 }
 trap cleanup EXIT
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 ulimit -n 1048576
 
 intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
@@ -190,7 +180,7 @@ t_isolation() {
 	local over=$(( $(hpcc_stat flows_over_netns_limit ${HPCC_NS}-rcv) - lim0 ))
 	echo "server netns: flows over the limit $over; other netns: $((vic1 - vic0)) of 200 flows with telemetry; $(cat "$OUT/victim.json")"
 	ip netns exec ${HPCC_NS}-rcv sysctl -qw net.ipv4.tcp_congestion_control=cubic
-	echo 0 >"$P/max_flows_per_netns"
+	knobs_reset max_flows_per_netns
 	[ "$over" -ge $LIMIT ] && [ $((vic1 - vic0)) -ge 198 ]
 }
 t_isolation >"$OUT/isolation.txt" 2>&1; rc=$?

@@ -46,31 +46,17 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_LIB/py/sfc_signal.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_sfc
-P=/sys/module/tcp_hpcc/parameters
 PORT=9000
 
-require_root_and_vm
-require_tools ip tc bpftool python3 modprobe
-
-ktap_print_header
-
-ktap_set_plan 13
-mkdir -p "$OUT"
+ktap_begin 13 ip tc bpftool python3 modprobe
 cleanup() {
-	echo 0 >"$P/sfc_enable" 2>/dev/null
-	echo 0 >"$P/sfc_scope" 2>/dev/null
-	echo 1 >"$P/sfc_window_cut" 2>/dev/null
-	echo "" >"$P/sfc_acl" 2>/dev/null
-	echo "" >"$P/sfc_ifaces" 2>/dev/null
+	knobs_reset sfc_enable sfc_scope sfc_window_cut sfc_acl sfc_ifaces
 	intsw_cleanup
 }
 trap cleanup EXIT
 dmesg -c >/dev/null 2>&1
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 intsw_topo_fanin 1 rate_mbit=10 rtt_us=20000 split=1 buffer=100000 >"$OUT/topo.log" 2>&1 &&
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=20000 target=2000 suppress_us=2000 >>"$OUT/topo.log" 2>&1 &&
 	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc ||
@@ -208,7 +194,7 @@ t_precision() {
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
 	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT --inject-ns ${HPCC_NS}-sw1 --inject-dev s1 \
 		>"$OUT/pause.json"
-	echo 1 >"$P/sfc_window_cut"
+	knobs_reset sfc_window_cut
 	[ -s "$OUT/pause.json" ] || return 1
 	wait $k
 	sfc_counts ${HPCC_NS}-s1 >"$OUT/pause.1"
@@ -318,7 +304,7 @@ t_scope() {
 		"$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress), held $(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held) packets"
 	[ "$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_applied_egress)" -gt 0 ] &&
 		[ "$(sfc_delta "$OUT/scope.2" "$OUT/scope.3" sfc_egress_held)" -gt 0 ] || ok=1
-	echo 0 >"$P/sfc_scope"
+	knobs_reset sfc_scope
 	tc -n ${HPCC_NS}-s1 qdisc del dev eth0 root 2>/dev/null
 	ip netns exec ${HPCC_NS}-s1 sysctl -qw net.ipv4.tcp_congestion_control=hpcc
 	return $ok
@@ -329,7 +315,6 @@ ktap_check_v "scope_all_pauses_other_flows_at_egress" t_scope
 # hpcc-s1, app-limited at 2 Mbit/s) beside one that makes the bottleneck
 # signal (SFC on, the switch in sfc_acl): 0 signals reach its sender, and
 # it carries what it carries alone, within 5%.
-FLOW=$HPCC_LIB/py/hpcc_flow.py
 rev_flow() { # rev_flow TAG: the reverse flow for 3 s; prints its Mbit/s
 	ip netns exec ${HPCC_NS}-s1 python3 "$FLOW" serve 9100 --once --quiet >/dev/null &
 	local k=$!

@@ -30,31 +30,18 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_LIB/py/sfc_signal.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_sfc_locking
-P=/sys/module/tcp_hpcc/parameters
 PORT=9020
 SECS=${HPCC_SFC_LOCK_SECS:-15}
 S1=${HPCC_NS}-s1
 
-require_root_and_vm
-require_tools ip tc nft taskset python3 modprobe
-
-ktap_print_header
-ktap_set_plan 7
-mkdir -p "$OUT"
+ktap_begin 7 ip tc nft taskset python3 modprobe
 pids=()
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	if [ -d "$P" ]; then # (the kmemleak check unloads the module)
-		echo 0 >"$P/sfc_enable"
-		echo "" >"$P/sfc_acl"
-		echo "" >"$P/sfc_ifaces"
-		echo 10000 >"$P/sfc_rate"
-		echo 100 >"$P/sfc_burst"
+		knobs_reset sfc_enable sfc_acl sfc_ifaces sfc_rate sfc_burst
 	fi
 	intsw_cleanup
 }
@@ -64,8 +51,8 @@ dmesg -c >/dev/null 2>&1
 DBG=/sys/kernel/debug
 mountpoint -q $DBG || mount -t debugfs none $DBG 2>/dev/null
 [ -w $DBG/kmemleak ] && echo clear >$DBG/kmemleak && echo scan=off >$DBG/kmemleak
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 
 setup() {
 	intsw_topo_fanin 1 rate_mbit=10 rtt_us=20000 split=1 &&
@@ -91,11 +78,12 @@ pids+=($!)
 vpid=$!
 # Writers pinned to the CPU the verdicts run on: the lists and the knobs.
 (
+	dscp=$(knob_default probe_dscp) rdscp=$(knob_default response_dscp)
 	n=0 end=$((SECONDS + SECS))
 	while [ $SECONDS -lt $end ]; do
 		echo 10.255.0.0/24,fd00:ff::/64 >"$P/sfc_acl" && echo 10.255.0.0/24 >"$P/sfc_acl" &&
 			echo eth0,eth1 >"$P/sfc_ifaces" && echo eth0 >"$P/sfc_ifaces" &&
-			echo 11 >"$P/probe_dscp" && echo 15 >"$P/response_dscp" && n=$((n + 1))
+			echo "$dscp" >"$P/probe_dscp" && echo "$rdscp" >"$P/response_dscp" && n=$((n + 1))
 	done
 	echo "$n" >"$OUT/writes.txt"
 ) &

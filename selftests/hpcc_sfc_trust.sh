@@ -40,34 +40,21 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-SIG=$HPCC_LIB/py/sfc_signal.py
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_sfc_trust
-P=/sys/module/tcp_hpcc/parameters
 PORT=9010
 S1=${HPCC_NS}-s1
 SW=${HPCC_NS}-sw1
 CTR=${HPCC_NS}-ctr
 
-require_root_and_vm
-require_tools ip tc bpftool python3 modprobe
-
-ktap_print_header
-ktap_set_plan 16
-mkdir -p "$OUT"
+ktap_begin 16 ip tc bpftool python3 modprobe
 cleanup() {
-	echo 0 >"$P/sfc_enable" 2>/dev/null
-	echo 0 >"$P/sfc_scope" 2>/dev/null
-	echo 10000 >"$P/sfc_max_pause_us" 2>/dev/null
-	echo "" >"$P/sfc_acl" 2>/dev/null
-	echo "" >"$P/sfc_ifaces" 2>/dev/null
+	knobs_reset sfc_enable sfc_scope sfc_max_pause_us sfc_acl sfc_ifaces
 	ip netns del "$CTR" 2>/dev/null
 	intsw_cleanup
 }
 trap cleanup EXIT
 dmesg -c >/dev/null 2>&1
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 
 # The switch is silent (no intsw_sfc): every signal here is injected.
 setup() {

@@ -32,26 +32,15 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$HPCC_LIB/sh/int_switch.sh"
 
-MANY=$HPCC_LIB/py/hpcc_many.py
-FLOW=$HPCC_LIB/py/hpcc_flow.py
 SECS=${HPCC_STRESS_SECS:-600}
 CONNS=${HPCC_STRESS_CONNS:-20000}
 HOSTILE=${HPCC_STRESS_HOSTILE:-1000000}
-RESULTS=${HPCC_RESULTS:-/tmp}
-OUT=$RESULTS/hpcc_stress
-P=/sys/module/tcp_hpcc/parameters
 DBG=/sys/kernel/debug
 PORT=7000        # echo server, cubic
 HPORT=7001       # echo server, hpcc (server sockets get flow state too)
 DROP=7999        # SYNs to this port are dropped: SYN_SENT
 
-require_root_and_vm
-require_tools ip tc python3 modprobe rmmod nft
-
-ktap_print_header
-
-ktap_set_plan 9
-mkdir -p "$OUT"
+ktap_begin 9 ip tc python3 modprobe rmmod nft
 mountpoint -q $DBG || mount -t debugfs none $DBG
 pids=()
 cleanup() {
@@ -74,8 +63,8 @@ dmesg -c >/dev/null 2>&1 || true
 # every leak the periodic ones would.
 [ -w $DBG/kmemleak ] && echo scan=off >$DBG/kmemleak
 start=$(date +%s)
-intsw_build >/dev/null 2>&1 || { ktap_test_fail "emulator_builds"; ktap_finished; }
-load_module || { ktap_test_fail "module_loads"; ktap_finished; }
+ktap_need emulator_builds intsw_build
+ktap_need module_loads load_module
 ulimit -n 1048576
 intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
 ip netns exec ${HPCC_NS}-rcv nft -f - <<NFT || { ktap_test_fail "drop_rule"; ktap_finished; }

@@ -20,9 +20,24 @@ HPCC_KNOB_DEFAULTS=${HPCC_KNOB_DEFAULTS:-$HPCC_LIB/knob_defaults}
 knob_default() { # knob_default NAME: its default (empty for a text knob)
 	awk -F= -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }' "$HPCC_KNOB_DEFAULTS"
 }
+knobs_reset() { # knobs_reset NAME...: each parameter back to its default
+	local k
+	for k in "$@"; do
+		knob_default "$k" >"$P/$k" 2>/dev/null
+	done
+}
 knob_names() { # every parameter's name, in table order
 	awk -F= '!/^#/ { print $1 }' "$HPCC_KNOB_DEFAULTS"
 }
+# What every kselftest shares: where it writes (RESULTS, and OUT, its own
+# folder, named after the test), the module's parameters (P) and the
+# Python tools it drives.
+RESULTS=${HPCC_RESULTS:-/tmp}
+OUT=$RESULTS/$(basename "$0" .sh)
+P=/sys/module/tcp_hpcc/parameters
+FLOW=$HPCC_LIB/py/hpcc_flow.py
+SIG=$HPCC_LIB/py/sfc_signal.py
+MANY=$HPCC_LIB/py/hpcc_many.py
 # KTAP output with the names, variables and output of the kernel's
 # tools/testing/selftests/kselftest/ktap_helpers.sh (not sourced: a test host
 # need not have the kernel's source), plus a reason on SKIP and FAIL lines.
@@ -230,6 +245,26 @@ require_tools() {
 			ktap_finished
 		fi
 	done
+}
+# ktap_need NAME COMMAND...: the test cannot go on without COMMAND (its
+# output goes to stderr, the log): when it fails, check NAME fails and the
+# test ends there.
+ktap_need() {
+	local name=$1
+	shift
+	"$@" >&2 || { ktap_test_fail "$name"; ktap_finished; }
+}
+# ktap_begin PLAN TOOL...: a kselftest's start: as root in a VM or test
+# host, with every TOOL (else the whole test is skipped), the KTAP header
+# and plan, and its OUT folder.
+ktap_begin() {
+	local plan=$1
+	shift
+	require_root_and_vm
+	require_tools "$@"
+	ktap_print_header
+	ktap_set_plan "$plan"
+	mkdir -p "$OUT"
 }
 
 # The module's tracepoint, tcp_hpcc:hpcc_sample. hpcc_tracefs mounts

@@ -13,7 +13,6 @@ set -eu
 . "$HPCC_LIB/sh/bench_lib.sh"
 
 SECS=${SECS:-10}
-RESULTS=${HPCC_RESULTS:-/tmp}
 
 install_module
 modprobe tcp_hpcc
