@@ -255,16 +255,49 @@ unsafe fn hook_args<'a>(
     Some((NonNull::new(skb)?, unsafe { NetRef::from_raw((*state).net) }?))
 }
 
-/// The netfilter LOCAL_IN hook.
-unsafe extern "C" fn hpcc_nf_local_in(
-    _priv: *mut c_void,
-    skb: *mut bindings::sk_buff,
-    state: *const bindings::nf_hook_state,
-) -> c_uint {
-    // SAFETY: netfilter's own arguments.
-    let Some((skb_nn, net)) = (unsafe { hook_args(skb, state) }) else {
-        return bindings::NF_ACCEPT;
+/// Defines the `extern "C"` entry of a netfilter hook, which netfilter
+/// calls with a valid state and skb (or null ones, passed as
+/// `NF_ACCEPT`), and hands `$body` the skb and the hook's netns.
+macro_rules! nf_hook {
+    ($(#[$meta:meta])* $entry:ident => $body:ident) => {
+        $(#[$meta])*
+        ///
+        /// # Safety
+        ///
+        /// Called by netfilter with its own arguments.
+        unsafe extern "C" fn $entry(
+            _priv: *mut c_void,
+            skb: *mut bindings::sk_buff,
+            state: *const bindings::nf_hook_state,
+        ) -> c_uint {
+            // SAFETY: netfilter's own arguments, valid for the hook's duration.
+            match unsafe { hook_args(skb, state) } {
+                // SAFETY: the skb and netns netfilter passed this hook,
+                // which is `$body`'s contract.
+                Some((skb, net)) => unsafe { $body(skb, net) },
+                None => bindings::NF_ACCEPT,
+            }
+        }
     };
+}
+
+nf_hook!(
+    /// The netfilter LOCAL_IN hook.
+    hpcc_nf_local_in => local_in
+);
+nf_hook!(
+    /// The netfilter POST_ROUTING hook.
+    hpcc_nf_post_routing => post_routing
+);
+
+/// Probes, responses and SFC signals in; every other packet passes.
+///
+/// # Safety
+///
+/// Called from the LOCAL_IN hook with its live skb and netns, under
+/// netfilter's RCU read lock.
+unsafe fn local_in(skb_nn: NonNull<bindings::sk_buff>, net: NetRef<'_>) -> c_uint {
+    let skb = skb_nn.as_ptr();
     let rx = RxSkb(skb_nn);
     // Cheap first look at the IP header: most packets are not ours.
     let mut buf = [0u8; MAX_PACKET_LEN + 40];
@@ -310,21 +343,19 @@ unsafe extern "C" fn hpcc_nf_local_in(
     }
 }
 
-/// The netfilter POST_ROUTING hook: holds packets that sockets of this
+/// Holds packets that sockets of this
 /// netns send on flows paused at egress (`sfc_scope` 1, `sfc_rx`). Every
 /// other packet costs one atomic load of its netns's state while nothing
 /// is paused there, and a socket check, a clock read, a look at its
 /// headers and a lock-free probe of the pause table while something may
 /// be.
-unsafe extern "C" fn hpcc_nf_post_routing(
-    _priv: *mut c_void,
-    skb: *mut bindings::sk_buff,
-    state: *const bindings::nf_hook_state,
-) -> c_uint {
-    // SAFETY: netfilter's own arguments.
-    let Some((skb_nn, net)) = (unsafe { hook_args(skb, state) }) else {
-        return bindings::NF_ACCEPT;
-    };
+///
+/// # Safety
+///
+/// Called from the POST_ROUTING hook with its live skb and netns, under
+/// netfilter's RCU read lock.
+unsafe fn post_routing(skb_nn: NonNull<bindings::sk_buff>, net: NetRef<'_>) -> c_uint {
+    let skb = skb_nn.as_ptr();
     if !sfc_rx::egress_active(net) {
         return bindings::NF_ACCEPT;
     }
