@@ -147,16 +147,7 @@ fn ctl_rec(hook: u8, c: &Conn, flags: u16) -> bindings::hpcc_ctl_rec {
     let flags = shown.iter().filter(|(on, _)| *on).fold(flags, |f, (_, bit)| f | bit);
     r.hook = hook;
     r.flags = flags;
-    r.now_ns = c.now_ns;
-    r.mss = c.mss;
-    r.cwnd = c.cwnd;
-    r.ssthresh = c.ssthresh;
-    r.srtt_us = c.srtt_us;
-    r.min_rtt_us = c.min_rtt_us;
-    r.packets_out = c.packets_out;
-    r.in_flight = c.in_flight;
-    r.snd_nxt = c.snd_nxt;
-    r.max_pacing_rate = c.max_pacing_rate;
+    copy_fields!(r, c; now_ns, mss, cwnd, ssthresh, srtt_us, min_rtt_us, packets_out, in_flight, snd_nxt, max_pacing_rate);
     r
 }
 

@@ -236,6 +236,10 @@ struct Knob {
 }
 
 /// `kernel_param_ops.set` for every knob.
+///
+/// # Safety
+///
+/// Called by the parameter core with `val` null or a NUL-terminated string.
 unsafe extern "C" fn hpcc_param_set(val: *const c_char, kp: *const bindings::kernel_param) -> c_int {
     if val.is_null() || kp.is_null() {
         return EINVAL.to_errno();
@@ -308,44 +312,51 @@ unsafe fn param_text<'a>(val: *const c_char) -> Option<&'a str> {
     (!val.is_null()).then(|| unsafe { CStr::from_ptr(val) }.to_str().ok()).flatten()
 }
 
-/// Replaces one of the SFC lists (writers are serialised by the
-/// parameter core).
-fn update_lists(f: impl FnOnce(&mut SfcLists)) {
-    let mut l = SFC_LISTS.with(|l| *l);
-    f(&mut l);
-    SFC_LISTS.write(l);
+/// Sets one of the SFC lists from a parameter write: parsed whole and
+/// stored whole (writers are serialised by the parameter core), or
+/// refused with the list's `usage` in the log.
+fn set_list<T, E: core::fmt::Debug>(
+    name: &str,
+    usage: core::fmt::Arguments<'_>,
+    text: Option<&str>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+    store: impl FnOnce(&mut SfcLists, T),
+) -> c_int {
+    match text.map(parse) {
+        Some(Ok(v)) => {
+            let mut l = SFC_LISTS.with(|l| *l);
+            store(&mut l, v);
+            SFC_LISTS.write(l);
+            0
+        }
+        e => {
+            let e = e.and_then(Result::err);
+            pr_warn!("rejected {}: {:?} ({})\n", name, e, usage);
+            EINVAL.to_errno()
+        }
+    }
 }
 
 /// `kernel_param_ops.set` of `sfc_acl`: the whole list, replaced.
+///
+/// # Safety
+///
+/// Called by the parameter core with `val` null or a NUL-terminated string.
 unsafe extern "C" fn hpcc_acl_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+    let usage = format_args!("up to {} IPv4/IPv6 prefixes ADDR/LEN, comma-separated", sfc::ACL_MAX);
     // SAFETY: the parameter core's `val`.
-    match unsafe { param_text(val) }.map(sfc::Acl::parse) {
-        Some(Ok(acl)) => {
-            update_lists(|l| l.acl = acl);
-            0
-        }
-        e => {
-            let e = e.and_then(Result::err);
-            pr_warn!("rejected sfc_acl: {:?} (up to {} IPv4/IPv6 prefixes ADDR/LEN, comma-separated)\n", e, sfc::ACL_MAX);
-            EINVAL.to_errno()
-        }
-    }
+    set_list("sfc_acl", usage, unsafe { param_text(val) }, sfc::Acl::parse, |l, v| l.acl = v)
 }
 
 /// `kernel_param_ops.set` of `sfc_ifaces`: the whole list, replaced.
+///
+/// # Safety
+///
+/// Called by the parameter core with `val` null or a NUL-terminated string.
 unsafe extern "C" fn hpcc_ifaces_set(val: *const c_char, _kp: *const bindings::kernel_param) -> c_int {
+    let usage = format_args!("up to {} device names, comma-separated", sfc::IFACES_MAX);
     // SAFETY: the parameter core's `val`.
-    match unsafe { param_text(val) }.map(sfc::IfaceList::parse) {
-        Some(Ok(ifaces)) => {
-            update_lists(|l| l.ifaces = ifaces);
-            0
-        }
-        e => {
-            let e = e.and_then(Result::err);
-            pr_warn!("rejected sfc_ifaces: {:?} (up to {} device names, comma-separated)\n", e, sfc::IFACES_MAX);
-            EINVAL.to_errno()
-        }
-    }
+    set_list("sfc_ifaces", usage, unsafe { param_text(val) }, sfc::IfaceList::parse, |l, v| l.ifaces = v)
 }
 
 /// Writes into a byte buffer, truncating.
@@ -388,6 +399,10 @@ unsafe fn show_list(buffer: *mut c_char, show: impl FnOnce(&SfcLists, &mut BufWr
 }
 
 /// `kernel_param_ops.get` of `sfc_acl`: the prefixes, comma-separated.
+///
+/// # Safety
+///
+/// Called by the parameter core with a `buffer` of PAGE_SIZE bytes.
 unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
     use core::fmt::Write;
     // SAFETY: the parameter core's buffer.
@@ -395,6 +410,10 @@ unsafe extern "C" fn hpcc_acl_get(buffer: *mut c_char, _kp: *const bindings::ker
 }
 
 /// `kernel_param_ops.get` of `sfc_ifaces`: the names, comma-separated.
+///
+/// # Safety
+///
+/// Called by the parameter core with a `buffer` of PAGE_SIZE bytes.
 unsafe extern "C" fn hpcc_ifaces_get(buffer: *mut c_char, _kp: *const bindings::kernel_param) -> c_int {
     use core::fmt::Write;
     // SAFETY: the parameter core's buffer.

@@ -23,6 +23,14 @@
 
 use kernel::prelude::*;
 
+/// `$dst.f = $src.f;` for each field `f` named: a C record filled from a
+/// core value whose fields have the same names and types.
+macro_rules! copy_fields {
+    ($dst:expr, $src:expr; $($f:ident),+ $(,)?) => {
+        $($dst.$f = $src.$f;)+
+    };
+}
+
 mod bindings;
 mod cong;
 mod diag;
