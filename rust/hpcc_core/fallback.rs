@@ -111,6 +111,7 @@ impl FallbackParams {
     /// `[MIN_SEGS_FLOOR, MAX_SEGS_CEIL]`, tolerating crossed bounds (a reader
     /// racing a parameter write): the lower bound wins. Written without
     /// `Ord::clamp`, whose `min <= max` assertion is a panic path.
+    #[allow(clippy::manual_clamp)]
     pub fn clamp(&self, segs: u32) -> u32 {
         let lo = self.min_segs.max(MIN_SEGS_FLOOR).min(MAX_SEGS_CEIL);
         let hi = self.max_segs.min(MAX_SEGS_CEIL).max(lo);

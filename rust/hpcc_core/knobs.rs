@@ -102,7 +102,7 @@ impl Range {
             Rel::None => true,
             Rel::AtMost(k) => all.get(k).map_or(true, |o| v <= o),
             Rel::AtLeast(k) => all.get(k).map_or(true, |o| v >= o),
-            Rel::Differs(k) => all.get(k).map_or(true, |o| v != o),
+            Rel::Differs(k) => !all.get(k).is_some_and(|o| v == o),
         }
     }
 

@@ -25,7 +25,7 @@ use crate::hpcc_core::probe::Tuple;
 use crate::probe_tx::now_ns;
 use core::ffi::c_void;
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::Ipv6Addr;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// Name of the listing in `/proc/net`.
@@ -54,7 +54,7 @@ impl fmt::Display for Endpoint<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v6 = Ipv6Addr::from(*self.0);
         match v6.to_ipv4_mapped() {
-            Some(v4) => write!(f, "{}:{}", Ipv4Addr::from(v4), self.1),
+            Some(v4) => write!(f, "{}:{}", v4, self.1),
             None => write!(f, "[{}]:{}", v6, self.1),
         }
     }

@@ -566,6 +566,10 @@ impl FlowSlot {
 }
 
 /// RCU callback: frees a released [`FlowObj`].
+///
+/// # Safety
+///
+/// Called by RCU once, with the `rcu` head of a [`FlowObj`] released to it.
 #[no_mangle]
 unsafe extern "C" fn hpcc_flow_free_rcu(head: *mut bindings::callback_head) {
     let off = core::mem::offset_of!(bindings::hpcc_flow_hdr, rcu);
@@ -604,6 +608,10 @@ pub(crate) mod table {
     static SECRET: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
     /// `rhashtable_params.hashfn`: SipHash-2-4 of the 48-byte key.
+    ///
+    /// # Safety
+    ///
+    /// Called by the rhashtable with `data` pointing to `len` readable bytes.
     #[no_mangle]
     unsafe extern "C" fn hpcc_flow_hashfn(data: *const c_void, len: u32, seed: u32) -> u32 {
         let n = (len as usize).min(flowhash::KEY_LEN);

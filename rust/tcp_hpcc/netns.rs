@@ -166,6 +166,11 @@ unsafe extern "C" fn hpcc_net_flow_list(net: *const bindings::net) -> *mut bindi
 /// Name of the counters file in `/proc/net`.
 const PROC_NAME: &core::ffi::CStr = c"hpcc_stat";
 
+/// `pernet_operations.init`.
+///
+/// # Safety
+///
+/// Called by the netns core with a live `net` being set up.
 unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     // SAFETY: the netns core calls us with a live netns, whose generic
     // area for our ops it just allocated, for the duration of the call.
@@ -216,6 +221,11 @@ unsafe extern "C" fn pernet_init(net: *mut bindings::net) -> c_int {
     err
 }
 
+/// `pernet_operations.exit`.
+///
+/// # Safety
+///
+/// Called by the netns core with a `net` being torn down, after `pernet_init` succeeded for it.
 unsafe extern "C" fn pernet_exit(net: *mut bindings::net) {
     // SAFETY: the netns core calls us with a live netns whose generic
     // area it frees only after this exit returns.

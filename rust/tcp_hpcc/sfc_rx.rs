@@ -105,8 +105,12 @@ pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: 
     let mut rec: bindings::hpcc_sfc_trace_rec = unsafe { core::mem::zeroed() };
     rec.src = bytes16(i.src);
     let rules = modparam::sfc_rules(&modparam::knobs());
-    // SAFETY: caller contract (hook, RCU read lock, live skb).
-    let arrived = if rules.enabled { unsafe { arrival(net, rx) } } else { sfc::Arrival::default() };
+    let arrived = if rules.enabled {
+        // SAFETY: caller contract (hook, RCU read lock, live skb).
+        unsafe { arrival(net, rx) }
+    } else {
+        sfc::Arrival::default()
+    };
     let is_local = |src: IpAddr| {
         let a = bytes16(src);
         // SAFETY: caller contract; `a` is a 16-byte array the shim only reads.
@@ -121,10 +125,7 @@ pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: 
         rec.raddr = bytes16(s.daddr);
         rec.lport = s.sport;
         rec.rport = s.dport;
-        rec.switch_id = s.switch_id;
-        rec.port_id = s.port_id;
-        rec.qlen = s.qlen;
-        rec.pause_ns = s.pause_ns;
+        copy_fields!(rec, s; switch_id, port_id, qlen, pause_ns);
         // SAFETY: caller contract (hook, RCU read lock, live skb).
         let (t, applied) = unsafe { apply(net, rx, &rules, &s, src_key, now) }?;
         rec.applied_ns = applied;

@@ -163,6 +163,7 @@ impl<'a> TcpSock<'a> {
 
     /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`), bytes/s.
     #[inline]
+    #[allow(clippy::useless_conversion)] // `unsigned long`: u64 on 64-bit only.
     pub(crate) fn max_pacing_rate(&self) -> u64 {
         let sk = self.tp.as_ptr().cast::<bindings::sock>();
         // SAFETY: a naturally aligned `unsigned long` of the live socket
@@ -174,6 +175,7 @@ impl<'a> TcpSock<'a> {
     /// Sets `sk_pacing_rate` (bytes/s), capped by `SO_MAX_PACING_RATE`, as
     /// `tcp_update_pacing_rate()` does; returns the rate set.
     #[inline]
+    #[allow(clippy::useless_conversion)] // `unsigned long`: u64 on 64-bit only.
     pub(crate) fn set_pacing_rate(&mut self, bytes_per_sec: u64) -> u64 {
         let sk = self.tp.as_ptr().cast::<bindings::sock>();
         // SAFETY: both fields are naturally aligned `unsigned long`s of the

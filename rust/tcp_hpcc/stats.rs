@@ -107,6 +107,10 @@ unsafe fn put(m: *mut bindings::seq_file, name: &CStr, v: u64) {
 }
 
 /// `show` of `/proc/net/hpcc_stat`.
+///
+/// # Safety
+///
+/// Called by the seq_file core with a live `m` whose private data is its netns.
 pub(crate) unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
     // SAFETY: the proc core calls us with the file's live seq_file, whose
     // netns it holds for as long as the file is open, and in which our
