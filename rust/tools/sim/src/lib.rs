@@ -116,12 +116,9 @@ struct FlowState {
 pub fn run(sc: &Scenario) -> Run {
     let p = sc.cfg.validate().expect("valid scenario parameters");
     let rate = RATES.iter().find(|r| r.bps() == sc.link_bps).expect("link rate in the wire table");
-    let steps_half = (sc.base_rtt_ns / 2 / sc.dt_ns) as usize;
-    assert!(steps_half >= 1 && steps_half as u64 * 2 * sc.dt_ns == sc.base_rtt_ns);
-    let steps_rtt = 2 * steps_half;
-    let ring = 2 * steps_rtt + 2;
     let n = sc.starts_ns.len();
-    let cap = sc.link_bps as f64 / 8e9 * sc.dt_ns as f64; // bytes per step
+    let mut port = Port::new(n, sc.link_bps, sc.base_rtt_ns, sc.dt_ns);
+    let (steps_half, steps_rtt, ring) = (port.steps_half, port.steps_rtt, port.ring);
     let sample_every = (sc.sample_interval_ns / sc.dt_ns).max(1) as usize;
     let total_steps = (sc.duration_ns / sc.dt_ns) as usize;
 
@@ -137,21 +134,12 @@ pub fn run(sc: &Scenario) -> Run {
             active: false,
         })
         .collect();
-    // Delay lines indexed by step % ring.
-    let mut to_switch = vec![vec![0.0f64; ring]; n];
-    let mut to_sender = vec![vec![0.0f64; ring]; n];
     // Switch history: (ts_ns, tx_total, qlen) per step; per-flow NIC history: sent.
     let mut sw_hist = vec![(0u64, 0.0f64, 0.0f64); ring];
     let mut nic_hist = vec![vec![0.0f64; ring]; n];
-    let mut queue = 0.0f64;
-    let mut tx_total = 0.0f64;
-    // Switch clocks start at arbitrary offsets, as real ones do.
-    let (sw_clock0, nic_clock0) = (987_654_321u64, 123_456_789u64);
-    let (sw_id, nic_id) = (0x5a5u16, 0x0c3u16);
 
     let mut out = Run { rtts: Vec::new(), trace: Vec::new(), updates: 0 };
     let mut cur = RttStat::empty(n, 0);
-    let bucket_scale = 8e9 / sc.base_rtt_ns as f64; // bytes per RTT → bits/s
     for step in 0..total_steps {
         let now = step as u64 * sc.dt_ns;
         let slot = step % ring;
@@ -165,31 +153,20 @@ pub fn run(sc: &Scenario) -> Run {
                 f.rate_bytes_per_ns = f.window / sc.base_rtt_ns as f64;
             }
             // ACKs arriving now.
-            f.acked += std::mem::take(&mut to_sender[i][slot]);
+            f.acked += port.acked(i, step);
             let mut send = 0.0;
             if f.active {
                 let inflight = f.sent - f.acked;
                 send = (f.rate_bytes_per_ns * sc.dt_ns as f64).min((f.window - inflight).max(0.0));
             }
             f.sent += send;
-            cur.sent_bps[i] += send * bucket_scale;
-            to_switch[i][(step + steps_half) % ring] += send;
+            cur.sent_bps[i] += send * port.bucket_scale;
+            port.send(i, step, send);
             nic_hist[i][slot] = f.sent;
         }
         // Switch.
-        let served = fifo_step(
-            &mut queue,
-            flows.iter_mut().map(|f| &mut f.in_queue),
-            &mut to_switch,
-            &mut to_sender,
-            (slot, (step + steps_half) % ring),
-            cap,
-            &mut cur,
-            bucket_scale,
-            steps_rtt,
-        );
-        tx_total += served;
-        sw_hist[slot] = (sw_clock0 + now, tx_total, queue);
+        port.serve(step, flows.iter_mut().map(|f| &mut f.in_queue), &mut cur);
+        sw_hist[slot] = (SW_CLOCK0 + now, port.tx_total, port.queue);
 
         // Telemetry on ACKs: state stamped T/2 ago at the switch, one RTT
         // ago at the NIC.
@@ -203,7 +180,7 @@ pub fn run(sc: &Scenario) -> Run {
                 let hops = [
                     HopSample {
                         rate_bps: sc.link_bps,
-                        ts_ns: nic_clock0 + nic_step as u64 * sc.dt_ns,
+                        ts_ns: NIC_CLOCK0 + nic_step as u64 * sc.dt_ns,
                         tx_bytes: nic_hist[i][nic_step % ring] as u64,
                         qlen_bytes: 0,
                     },
@@ -211,9 +188,9 @@ pub fn run(sc: &Scenario) -> Run {
                 ];
                 let ack_seq = f.isn.wrapping_add(f.acked as u64 as u32);
                 let snd_nxt = f.isn.wrapping_add(f.sent as u64 as u32);
-                let now_host = 5_000_000_000 + now;
+                let now_host = HOST_CLOCK0 + now;
                 let o = if sc.wire {
-                    let mut st = IntStack { n_hops: 2, path_id: sw_id ^ nic_id, ..Default::default() };
+                    let mut st = IntStack { n_hops: 2, path_id: PATH_ID, ..Default::default() };
                     for (slot, h) in st.hops.iter_mut().zip(hops.iter()) {
                         *slot = RawHop::quantize(rate.code, h.ts_ns, h.tx_bytes, h.qlen_bytes).expect("rate code");
                     }
@@ -221,7 +198,7 @@ pub fn run(sc: &Scenario) -> Run {
                     wire::encode(&st, &mut buf).expect("encode");
                     f.law.on_int(&p, &buf, now_host, ack_seq, snd_nxt).expect("valid stack")
                 } else {
-                    let s = Sample { now_ns: now_host, ack_seq, snd_nxt, path_id: sw_id ^ nic_id, hops: &hops };
+                    let s = Sample { now_ns: now_host, ack_seq, snd_nxt, path_id: PATH_ID, hops: &hops };
                     if sc.record_flow0 && i == 0 {
                         out.trace.push(TraceEvent {
                             now_ns: now_host,
@@ -254,38 +231,90 @@ pub fn run(sc: &Scenario) -> Run {
     out
 }
 
-/// One step of the bottleneck's fluid FIFO: takes this step's arrivals
-/// (`to_switch[i][slot.0]`), serves `cap` bytes shared among the flows in
-/// proportion to their bytes present, sends what each got toward its
-/// sender (`to_sender[i][slot.1]`) and adds the step to `cur`. Returns the
-/// bytes served.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fifo_step<'a>(
-    queue: &mut f64,
-    in_queue: impl Iterator<Item = &'a mut f64>,
-    to_switch: &mut [Vec<f64>],
-    to_sender: &mut [Vec<f64>],
-    slot: (usize, usize),
-    cap: f64,
-    cur: &mut RttStat,
-    bucket_scale: f64,
-    steps_rtt: usize,
-) -> f64 {
-    let arrivals: Vec<f64> = to_switch.iter_mut().map(|d| std::mem::take(&mut d[slot.0])).collect();
-    let present: f64 = *queue + arrivals.iter().sum::<f64>();
-    let served = cap.min(present);
-    for (i, q) in in_queue.enumerate() {
-        let mine = *q + arrivals[i];
-        let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
-        *q = mine - out_i;
-        to_sender[i][slot.1] += out_i;
-        cur.flow_bps[i] += out_i * bucket_scale;
+/// Where the clocks start: the NIC's and the switch's at arbitrary
+/// offsets, as real ones do, and the sender host's.
+pub(crate) const NIC_CLOCK0: u64 = 123_456_789;
+pub(crate) const SW_CLOCK0: u64 = 987_654_321;
+pub(crate) const HOST_CLOCK0: u64 = 5_000_000_000;
+/// The two-hop path's ID: the XOR of its hops' IDs (NIC 0x0c3, switch 0x5a5).
+pub(crate) const PATH_ID: u16 = 0x5a5 ^ 0x0c3;
+
+/// The bottleneck port and the delay lines around it: a sender's bytes
+/// reach the port half a base RTT after they leave it, and the port's
+/// output reaches the sender (as ACKs) half an RTT later. Steps are `dt`
+/// apart; the delay lines are rings indexed by step.
+pub(crate) struct Port {
+    /// Bytes waiting at the port.
+    pub(crate) queue: f64,
+    /// Bytes the port has sent.
+    pub(crate) tx_total: f64,
+    /// Bytes it sends per step.
+    pub(crate) cap: f64,
+    /// Steps in half a base RTT, and in one.
+    pub(crate) steps_half: usize,
+    pub(crate) steps_rtt: usize,
+    /// The rings' length.
+    pub(crate) ring: usize,
+    /// Bytes per base RTT to bits/s.
+    pub(crate) bucket_scale: f64,
+    to_switch: Vec<Vec<f64>>,
+    to_sender: Vec<Vec<f64>>,
+}
+
+impl Port {
+    /// A port of `link_bps` for `n` senders at base RTT `base_rtt_ns`, in
+    /// steps of `dt_ns` (which must divide half the RTT).
+    pub(crate) fn new(n: usize, link_bps: u64, base_rtt_ns: u64, dt_ns: u64) -> Self {
+        let steps_half = (base_rtt_ns / 2 / dt_ns) as usize;
+        assert!(steps_half >= 1 && steps_half as u64 * 2 * dt_ns == base_rtt_ns);
+        let steps_rtt = 2 * steps_half;
+        let ring = 2 * steps_rtt + 2;
+        Port {
+            queue: 0.0,
+            tx_total: 0.0,
+            cap: link_bps as f64 / 8e9 * dt_ns as f64,
+            steps_half,
+            steps_rtt,
+            ring,
+            bucket_scale: 8e9 / base_rtt_ns as f64,
+            to_switch: vec![vec![0.0; ring]; n],
+            to_sender: vec![vec![0.0; ring]; n],
+        }
     }
-    *queue = present - served;
-    cur.util += served / (cap * steps_rtt as f64);
-    cur.queue_mean += *queue / steps_rtt as f64;
-    cur.queue_max = cur.queue_max.max(*queue);
-    served
+
+    /// Sender `i` puts `bytes` on the wire at `step`.
+    pub(crate) fn send(&mut self, i: usize, step: usize, bytes: f64) {
+        self.to_switch[i][(step + self.steps_half) % self.ring] += bytes;
+    }
+
+    /// What reaches sender `i`'s ACK clock at `step`.
+    pub(crate) fn acked(&mut self, i: usize, step: usize) -> f64 {
+        std::mem::take(&mut self.to_sender[i][step % self.ring])
+    }
+
+    /// One step of the fluid FIFO: takes the step's arrivals, serves `cap`
+    /// bytes shared among the flows in proportion to their bytes present
+    /// (`in_queue`), sends what each got toward its sender and adds the
+    /// step to `cur`. Returns the bytes served.
+    pub(crate) fn serve<'a>(&mut self, step: usize, in_queue: impl Iterator<Item = &'a mut f64>, cur: &mut RttStat) -> f64 {
+        let (slot, back) = (step % self.ring, (step + self.steps_half) % self.ring);
+        let arrivals: Vec<f64> = self.to_switch.iter_mut().map(|d| std::mem::take(&mut d[slot])).collect();
+        let present: f64 = self.queue + arrivals.iter().sum::<f64>();
+        let served = self.cap.min(present);
+        for (i, q) in in_queue.enumerate() {
+            let mine = *q + arrivals[i];
+            let out_i = if present > 0.0 { served * mine / present } else { 0.0 };
+            *q = mine - out_i;
+            self.to_sender[i][back] += out_i;
+            cur.flow_bps[i] += out_i * self.bucket_scale;
+        }
+        self.queue = present - served;
+        self.tx_total += served;
+        cur.util += served / (self.cap * self.steps_rtt as f64);
+        cur.queue_mean += self.queue / self.steps_rtt as f64;
+        cur.queue_max = cur.queue_max.max(self.queue);
+        served
+    }
 }
 
 /// Jain's fairness index of the given rates.

@@ -23,7 +23,7 @@
 //! controller's rules do on a clean path, with the knobs the module
 //! ships ([`Knobs::DEFAULT`]) or the drafts' law ([`Knobs::DRAFTS`]).
 
-use crate::{fifo_step, Run, RttStat};
+use crate::{Port, Run, RttStat, HOST_CLOCK0, NIC_CLOCK0, PATH_ID, SW_CLOCK0};
 use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
 use hpcc_core::knobs::Knobs;
 use hpcc_core::wire::{self, IntStack, RawHop, RATES};
@@ -102,12 +102,9 @@ struct Sender {
 /// (`window` is cwnd·mss).
 pub fn run(sc: &ModuleScenario) -> Run {
     let rate = RATES.iter().find(|r| r.bps() == sc.link_bps).expect("link rate in the wire table");
-    let steps_half = (sc.base_rtt_ns / 2 / sc.dt_ns) as usize;
-    assert!(steps_half >= 1 && steps_half as u64 * 2 * sc.dt_ns == sc.base_rtt_ns);
-    let steps_rtt = 2 * steps_half;
-    let ring = 2 * steps_rtt + 2;
     let n = sc.starts_ns.len();
-    let cap = sc.link_bps as f64 / 8e9 * sc.dt_ns as f64; // bytes per step
+    let mut port = Port::new(n, sc.link_bps, sc.base_rtt_ns, sc.dt_ns);
+    let (steps_half, steps_rtt, ring, cap) = (port.steps_half, port.steps_rtt, port.ring, port.cap);
     let total_steps = (sc.duration_ns / sc.dt_ns) as usize;
     let k = &sc.knobs;
     let mss = f64::from(sc.mss);
@@ -130,25 +127,18 @@ pub fn run(sc: &ModuleScenario) -> Run {
             responses: VecDeque::new(),
         })
         .collect();
-    let mut to_switch = vec![vec![0.0f64; ring]; n];
-    let mut to_sender = vec![vec![0.0f64; ring]; n];
     let mut acked_hist = vec![vec![0.0f64; ring]; n];
-    let mut queue = 0.0f64;
-    let mut tx_total = 0.0f64;
-    let (sw_clock0, nic_clock0) = (987_654_321u64, 123_456_789u64);
-    let host0 = 5_000_000_000u64;
 
     let mut out = Run { rtts: Vec::new(), trace: Vec::new(), updates: 0 };
     let mut cur = RttStat::empty(n, 0);
-    let bucket_scale = 8e9 / sc.base_rtt_ns as f64;
     for step in 0..total_steps {
         let now = step as u64 * sc.dt_ns;
         let slot = step % ring;
-        let srtt_us = t_us.saturating_add((queue / cap * sc.dt_ns as f64 / 1000.0) as u32);
+        let srtt_us = t_us.saturating_add((port.queue / cap * sc.dt_ns as f64 / 1000.0) as u32);
         let conn = |f: &Sender, cwnd: u32| {
             let inflight = ((f.sent - f.acked) / mss).ceil().max(0.0) as u32;
             Conn {
-                now_ns: host0 + now,
+                now_ns: HOST_CLOCK0 + now,
                 mss: sc.mss,
                 cwnd,
                 ssthresh: f.ssthresh,
@@ -174,7 +164,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.rate = d.pacing_rate;
                 f.f = s.wants_flow_on_tx_start(k, &c).then(|| FlowCtl::new(k, &c)).flatten();
             }
-            let got = std::mem::take(&mut to_sender[i][slot]);
+            let got = port.acked(i, step);
             f.acked += got;
             acked_hist[i][slot] = f.acked;
             if !f.active {
@@ -189,27 +179,18 @@ pub fn run(sc: &ModuleScenario) -> Run {
                     ctl.probe_sent(c.now_ns);
                     f.probes.push_back(Probe {
                         at_switch: step + steps_half,
-                        nic: (nic_clock0 + now, f.sent as u64),
+                        nic: (NIC_CLOCK0 + now, f.sent as u64),
                         snd_nxt: c.snd_nxt,
                     });
                 }
             }
             f.sent += send;
-            cur.sent_bps[i] += send * bucket_scale;
-            to_switch[i][(step + steps_half) % ring] += send;
+            cur.sent_bps[i] += send * port.bucket_scale;
+            port.send(i, step, send);
         }
         // Switch.
-        tx_total += fifo_step(
-            &mut queue,
-            flows.iter_mut().map(|f| &mut f.in_queue),
-            &mut to_switch,
-            &mut to_sender,
-            (slot, (step + steps_half) % ring),
-            cap,
-            &mut cur,
-            bucket_scale,
-            steps_rtt,
-        );
+        port.serve(step, flows.iter_mut().map(|f| &mut f.in_queue), &mut cur);
+        let (queue, tx_total) = (port.queue, port.tx_total);
         // Probes at the bottleneck: stamped, answered after the queue.
         let qdelay_steps = (queue / cap).ceil() as usize;
         // The receiver's flow count (rcv_count_us): the flows started.
@@ -217,10 +198,10 @@ pub fn run(sc: &ModuleScenario) -> Run {
         for f in flows.iter_mut() {
             while f.probes.front().is_some_and(|p| p.at_switch <= step) {
                 let p = f.probes.pop_front().expect("front");
-                let mut st = IntStack { n_hops: 2, path_id: 0x5a5 ^ 0x0c3, ..Default::default() };
+                let mut st = IntStack { n_hops: 2, path_id: PATH_ID, ..Default::default() };
                 st.hops[0] = RawHop::quantize(rate.code, p.nic.0, p.nic.1, 0).expect("rate code");
                 st.hops[1] =
-                    RawHop::quantize(rate.code, sw_clock0 + now, tx_total as u64, queue as u64).expect("rate code");
+                    RawHop::quantize(rate.code, SW_CLOCK0 + now, tx_total as u64, queue as u64).expect("rate code");
                 let mut buf = vec![0u8; wire::encoded_len(2)];
                 wire::encode(&st, &mut buf).expect("encode");
                 wire::set_rcv_flows(&mut buf, rcv_flows);
@@ -263,7 +244,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                     ctl.probe_sent(c.now_ns);
                     f.probes.push_back(Probe {
                         at_switch: step + steps_half,
-                        nic: (nic_clock0 + now, f.sent as u64),
+                        nic: (NIC_CLOCK0 + now, f.sent as u64),
                         snd_nxt: c.snd_nxt,
                     });
                 }
