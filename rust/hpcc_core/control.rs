@@ -204,6 +204,11 @@ impl Notes {
         self.0 |= 1 << (n as u8);
     }
 
+    /// The set as bits: `1 << n` for each [`Note`] `n` in it.
+    pub fn bits(self) -> u16 {
+        self.0
+    }
+
     /// Whether `n` is in the set.
     pub fn has(&self, n: Note) -> bool {
         self.0 & (1 << (n as u8)) != 0

@@ -14,8 +14,9 @@
 use std::collections::HashMap;
 
 use hpcc_core::control::ctl_rec as flag;
-use hpcc_core::control::{Conn, FlowCtl, RateSample, Response, SfcState, SockCtl};
+use hpcc_core::control::{Conn, FlowCtl, InitDecision, Note, RateSample, Response, SfcState, SockCtl};
 use hpcc_core::knobs::{Knobs, ACL_KNOB, IFACES_KNOB};
+use hpcc_ffi as ffi;
 
 /// One `hpcc_ctl` record (`struct hpcc_ctl_rec` and the connection's key).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -179,9 +180,239 @@ pub fn parse_knob(line: &str) -> Option<Result<Option<(String, u32)>, String>> {
 }
 
 /// A connection's replayed state.
-struct Sock {
-    ctl: SockCtl,
-    flow: Option<FlowCtl>,
+struct Sock<C: Controller> {
+    ctl: C::Sock,
+    flow: Option<C::Flow>,
+}
+
+/// What an ACK decided, as the replay compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub cwnd: u32,
+    pub pacing_rate: u64,
+    pub pacing_shift: u8,
+    pub tso_segs: u16,
+    pub probe: bool,
+    pub take_pause: bool,
+    /// Telemetry set the window (`Note::HpccAck`).
+    pub hpcc: bool,
+}
+
+/// The controller a replay drives: the core called directly ([`Core`]),
+/// or the core through its C ABI ([`Ffi`], `rust/hpcc_ffi`, what ns-3
+/// calls).
+pub trait Controller {
+    type Sock;
+    type Flow;
+    fn init(&self, c: &Conn, has_sent_data: bool) -> (Self::Sock, InitDecision);
+    fn wants_flow_on_ack(&self, s: &Self::Sock, c: &Conn) -> bool;
+    fn wants_flow_on_tx_start(&self, s: &Self::Sock, c: &Conn) -> bool;
+    fn flow_refused(&self, s: &mut Self::Sock, now_ns: u64);
+    fn ssthresh(&self, s: &mut Self::Sock, c: &Conn) -> u32;
+    fn flow_new(&self, c: &Conn) -> Option<Self::Flow>;
+    fn probe_at_tx_start(&self, f: &Self::Flow, c: &Conn) -> bool;
+    fn probe_sent(&self, f: &mut Self::Flow, now_ns: u64);
+    fn on_ack(
+        &self,
+        s: &mut Self::Sock,
+        c: &Conn,
+        rs: Option<&RateSample>,
+        flow: Option<(&mut Self::Flow, Option<&Response<'_>>, &SfcState)>,
+    ) -> Ack;
+}
+
+/// The core, called directly.
+pub struct Core(pub Knobs);
+
+impl Controller for Core {
+    type Sock = SockCtl;
+    type Flow = FlowCtl;
+    fn init(&self, c: &Conn, has_sent_data: bool) -> (SockCtl, InitDecision) {
+        SockCtl::init(&self.0, c, has_sent_data)
+    }
+    fn wants_flow_on_ack(&self, s: &SockCtl, c: &Conn) -> bool {
+        s.wants_flow_on_ack(&self.0, c)
+    }
+    fn wants_flow_on_tx_start(&self, s: &SockCtl, c: &Conn) -> bool {
+        s.wants_flow_on_tx_start(&self.0, c)
+    }
+    fn flow_refused(&self, s: &mut SockCtl, now_ns: u64) {
+        s.flow_refused(now_ns)
+    }
+    fn ssthresh(&self, s: &mut SockCtl, c: &Conn) -> u32 {
+        s.ssthresh(&self.0, c)
+    }
+    fn flow_new(&self, c: &Conn) -> Option<FlowCtl> {
+        FlowCtl::new(&self.0, c)
+    }
+    fn probe_at_tx_start(&self, f: &FlowCtl, c: &Conn) -> bool {
+        f.probe_at_tx_start(&self.0, c)
+    }
+    fn probe_sent(&self, f: &mut FlowCtl, now_ns: u64) {
+        f.probe_sent(now_ns);
+    }
+    fn on_ack(
+        &self,
+        s: &mut SockCtl,
+        c: &Conn,
+        rs: Option<&RateSample>,
+        flow: Option<(&mut FlowCtl, Option<&Response<'_>>, &SfcState)>,
+    ) -> Ack {
+        let d = s.on_ack(&self.0, c, rs, flow);
+        Ack {
+            cwnd: d.cwnd,
+            pacing_rate: d.pacing_rate,
+            pacing_shift: d.pacing_shift,
+            tso_segs: d.tso_segs,
+            probe: d.probe,
+            take_pause: d.take_pause,
+            hpcc: d.notes.has(Note::HpccAck),
+        }
+    }
+}
+
+/// The core through its C ABI (`include/hpcc_ffi.h`): every call converts
+/// to the ABI's records and back, as a C or C++ caller's would.
+pub struct Ffi {
+    knobs: *mut hpcc_core::knobs::Knobs,
+}
+
+/// A flow handle of the C ABI, freed with it.
+pub struct FfiFlow(*mut FlowCtl);
+
+impl Drop for FfiFlow {
+    fn drop(&mut self) {
+        // SAFETY: from hpcc_flow_new, freed once here.
+        unsafe { ffi::hpcc_flow_free(self.0) }
+    }
+}
+
+impl Ffi {
+    /// The C ABI's knobs, set name by name to `k`'s values.
+    pub fn new(k: &Knobs) -> Result<Self, String> {
+        // SAFETY: a null profile is the module's.
+        let knobs = unsafe { ffi::hpcc_knobs_new(core::ptr::null()) };
+        let this = Self { knobs };
+        for (name, v) in k.entries() {
+            let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
+            // SAFETY: our handle and a NUL-terminated name.
+            if unsafe { ffi::hpcc_knobs_set(this.knobs, cname.as_ptr(), v) } != 0 {
+                return Err(format!("hpcc_knobs_set {name}"));
+            }
+        }
+        Ok(this)
+    }
+}
+
+impl Drop for Ffi {
+    fn drop(&mut self) {
+        // SAFETY: from hpcc_knobs_new, freed once here.
+        unsafe { ffi::hpcc_knobs_free(self.knobs) }
+    }
+}
+
+/// A [`Conn`] as the C ABI's record.
+fn conn(c: &Conn) -> ffi::HpccConn {
+    ffi::HpccConn {
+        now_ns: c.now_ns,
+        max_pacing_rate: c.max_pacing_rate,
+        mss: c.mss,
+        cwnd: c.cwnd,
+        ssthresh: c.ssthresh,
+        srtt_us: c.srtt_us,
+        min_rtt_us: c.min_rtt_us,
+        packets_out: c.packets_out,
+        in_flight: c.in_flight,
+        snd_nxt: c.snd_nxt,
+        in_reduction: u8::from(c.in_reduction),
+        cwnd_limited: u8::from(c.cwnd_limited),
+    }
+}
+
+// SAFETY (every call below): the handles are ours (from the ABI's
+// constructors, alive while `self` and the flow are), the records are
+// locals or the caller's references, and the response's bytes outlive the
+// call.
+impl Controller for Ffi {
+    type Sock = ffi::HpccSock;
+    type Flow = FfiFlow;
+    fn init(&self, c: &Conn, has_sent_data: bool) -> (ffi::HpccSock, InitDecision) {
+        let (mut s, mut d) = (ffi::HpccSock::default(), ffi::HpccInitDecision::default());
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_init(self.knobs, &conn(c), c_int(has_sent_data), &mut s, &mut d) };
+        (s, InitDecision { cwnd: d.cwnd, ssthresh: d.ssthresh, pacing_shift: d.pacing_shift, pacing_rate: d.pacing_rate })
+    }
+    fn wants_flow_on_ack(&self, s: &ffi::HpccSock, c: &Conn) -> bool {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_wants_flow_on_ack(s, self.knobs, &conn(c)) != 0 }
+    }
+    fn wants_flow_on_tx_start(&self, s: &ffi::HpccSock, c: &Conn) -> bool {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_wants_flow_on_tx_start(s, self.knobs, &conn(c)) != 0 }
+    }
+    fn flow_refused(&self, s: &mut ffi::HpccSock, now_ns: u64) {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_flow_refused(s, now_ns) }
+    }
+    fn ssthresh(&self, s: &mut ffi::HpccSock, c: &Conn) -> u32 {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_ssthresh(s, self.knobs, &conn(c)) }
+    }
+    fn flow_new(&self, c: &Conn) -> Option<FfiFlow> {
+        // SAFETY: see the impl.
+        let f = unsafe { ffi::hpcc_flow_new(self.knobs, &conn(c)) };
+        (!f.is_null()).then_some(FfiFlow(f))
+    }
+    fn probe_at_tx_start(&self, f: &FfiFlow, c: &Conn) -> bool {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_flow_probe_at_tx_start(f.0, self.knobs, &conn(c)) != 0 }
+    }
+    fn probe_sent(&self, f: &mut FfiFlow, now_ns: u64) {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_flow_probe_sent(f.0, now_ns) };
+    }
+    fn on_ack(
+        &self,
+        s: &mut ffi::HpccSock,
+        c: &Conn,
+        rs: Option<&RateSample>,
+        flow: Option<(&mut FfiFlow, Option<&Response<'_>>, &SfcState)>,
+    ) -> Ack {
+        let rs = rs.map(|r| ffi::HpccRateSample {
+            interval_us: r.interval_us,
+            delivered: r.delivered,
+            prior_in_flight: r.prior_in_flight,
+            acked_sacked: r.acked_sacked,
+            app_limited: u8::from(r.app_limited),
+        });
+        let (f, resp, sfc) = match flow {
+            Some((f, r, sfc)) => (f.0, r, Some(ffi::HpccSfcState { gap_ns: sfc.gap_ns, gen: sfc.gen, qlen: sfc.qlen, speed: sfc.speed })),
+            None => (core::ptr::null_mut(), None, None),
+        };
+        let resp = resp.map(|r| ffi::HpccResponse { rx_ns: r.rx_ns, int_stack: r.int.as_ptr(), int_len: r.int.len(), snd_nxt: r.snd_nxt });
+        let mut d = ffi::HpccAckDecision::default();
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_sock_on_ack(s, self.knobs, &conn(c), ptr(&rs), f, ptr(&resp), ptr(&sfc), &mut d) };
+        Ack {
+            cwnd: d.cwnd,
+            pacing_rate: d.pacing_rate,
+            pacing_shift: d.pacing_shift,
+            tso_segs: d.tso_segs,
+            probe: d.probe != 0,
+            take_pause: d.take_pause != 0,
+            hpcc: d.notes & (1 << Note::HpccAck as u8) != 0,
+        }
+    }
+}
+
+/// A record's address for the C ABI, or null.
+fn ptr<T>(o: &Option<T>) -> *const T {
+    o.as_ref().map_or(core::ptr::null(), |v| v as *const T)
+}
+
+/// A C `int` of a flag.
+fn c_int(b: bool) -> core::ffi::c_int {
+    core::ffi::c_int::from(b)
 }
 
 /// What a replay found.
@@ -201,16 +432,16 @@ pub struct Summary {
     pub first: Vec<String>,
 }
 
-/// Replays records, connection by connection.
-pub struct Replay {
-    knobs: Knobs,
-    socks: HashMap<String, Sock>,
+/// Replays records, connection by connection, through a [`Controller`].
+pub struct Replay<C: Controller> {
+    ctl: C,
+    socks: HashMap<String, Sock<C>>,
     pub summary: Summary,
 }
 
-impl Replay {
-    pub fn new(knobs: Knobs) -> Self {
-        Self { knobs, socks: HashMap::new(), summary: Summary::default() }
+impl<C: Controller> Replay<C> {
+    pub fn new(ctl: C) -> Self {
+        Self { ctl, socks: HashMap::new(), summary: Summary::default() }
     }
 
     fn mismatch(&mut self, r: &Rec, what: String) {
@@ -222,22 +453,22 @@ impl Replay {
 
     /// The flow's telemetry state as the hook found or made it; checks the
     /// hook's flags against the controller's `wants_flow`.
-    fn flow_step(&mut self, k: &Knobs, r: &Rec, wants: fn(&SockCtl, &Knobs, &Conn) -> bool) -> Result<(), String> {
+    fn flow_step(&mut self, r: &Rec, wants: fn(&C, &C::Sock, &Conn) -> bool) -> Result<(), String> {
         let s = self.socks.get_mut(&r.key).ok_or("no state")?;
         let had = s.flow.is_some();
         let (has, created, refused) = (r.has(flag::HAS_FLOW), r.has(flag::FLOW_CREATED), r.has(flag::FLOW_REFUSED));
         if had {
             return if has && !created && !refused { Ok(()) } else { Err(format!("flow state kept, flags {:#x}", r.flags)) };
         }
-        let wants = wants(&s.ctl, k, &r.conn);
+        let wants = wants(&self.ctl, &s.ctl, &r.conn);
         if wants != (created || refused) {
             return Err(format!("wants_flow {wants}, flags {:#x}", r.flags));
         }
         if created {
-            s.flow = Some(FlowCtl::new(k, &r.conn).ok_or("FlowCtl::new refused what the module created")?);
+            s.flow = Some(self.ctl.flow_new(&r.conn).ok_or("FlowCtl::new refused what the module created")?);
             self.summary.flows_created += 1;
         } else if refused {
-            s.ctl.flow_refused(r.conn.now_ns);
+            self.ctl.flow_refused(&mut s.ctl, r.conn.now_ns);
         }
         Ok(())
     }
@@ -245,9 +476,8 @@ impl Replay {
     /// Replays one record.
     pub fn step(&mut self, r: &Rec) {
         self.summary.records += 1;
-        let k = self.knobs;
         if r.hook == flag::HOOK_INIT {
-            let (ctl, d) = SockCtl::init(&k, &r.conn, r.has(flag::HAS_SENT_DATA));
+            let (ctl, d) = self.ctl.init(&r.conn, r.has(flag::HAS_SENT_DATA));
             if !self.socks.contains_key(&r.key) {
                 self.summary.connections += 1;
             }
@@ -267,33 +497,33 @@ impl Replay {
             h if h == flag::HOOK_SSTHRESH => {
                 self.summary.ssthresh += 1;
                 let s = self.socks.get_mut(&r.key).expect("checked above");
-                let got = s.ctl.ssthresh(&k, &r.conn);
+                let got = self.ctl.ssthresh(&mut s.ctl, &r.conn);
                 if got != r.out_ssthresh {
                     self.mismatch(r, format!("ssthresh: replay {got}, module {}", r.out_ssthresh));
                 }
             }
             h if h == flag::HOOK_TX_START => {
-                if let Err(e) = self.flow_step(&k, r, SockCtl::wants_flow_on_tx_start) {
+                if let Err(e) = self.flow_step(r, C::wants_flow_on_tx_start) {
                     return self.mismatch(r, e);
                 }
                 let s = self.socks.get_mut(&r.key).expect("checked above");
-                let due = s.flow.as_ref().is_some_and(|f| f.probe_at_tx_start(&k, &r.conn));
+                let due = s.flow.as_ref().is_some_and(|f| self.ctl.probe_at_tx_start(f, &r.conn));
                 if let (true, Some(f)) = (r.has(flag::PROBED), s.flow.as_mut()) {
-                    f.probe_sent(r.conn.now_ns);
+                    self.ctl.probe_sent(f, r.conn.now_ns);
                     self.summary.probes += 1;
                 }
                 if due != r.has(flag::PROBED) {
                     self.mismatch(r, format!("tx_start: probe due {due}, module probed {}", r.has(flag::PROBED)));
                 }
             }
-            h if h == flag::HOOK_ACK => self.ack(&k, r),
+            h if h == flag::HOOK_ACK => self.ack(r),
             h => self.mismatch(r, format!("unknown hook {h}")),
         }
     }
 
-    fn ack(&mut self, k: &Knobs, r: &Rec) {
+    fn ack(&mut self, r: &Rec) {
         self.summary.acks += 1;
-        if let Err(e) = self.flow_step(k, r, SockCtl::wants_flow_on_ack) {
+        if let Err(e) = self.flow_step(r, C::wants_flow_on_ack) {
             return self.mismatch(r, e);
         }
         let rs = r.has(flag::HAS_RS).then_some(r.rs);
@@ -305,14 +535,14 @@ impl Replay {
         self.summary.responses += u64::from(resp.is_some());
         let s = self.socks.get_mut(&r.key).expect("flow_step found it");
         let flow = s.flow.as_mut().map(|f| (f, resp.as_ref(), &r.sfc));
-        let d = s.ctl.on_ack(k, &r.conn, rs.as_ref(), flow);
+        let d = self.ctl.on_ack(&mut s.ctl, &r.conn, rs.as_ref(), flow);
         if d.probe && r.has(flag::PROBED) {
             if let Some(f) = s.flow.as_mut() {
-                f.probe_sent(r.conn.now_ns);
+                self.ctl.probe_sent(f, r.conn.now_ns);
             }
             self.summary.probes += 1;
         }
-        if d.notes.has(hpcc_core::control::Note::HpccAck) {
+        if d.hpcc {
             self.summary.telemetry_acks += 1;
         }
         let got = (d.cwnd, d.pacing_rate, d.pacing_shift, d.probe, d.take_pause);
@@ -422,7 +652,7 @@ mod tests {
     }
 
     fn replay(lines: &[String]) -> Summary {
-        let mut r = Replay::new(Knobs::DEFAULT);
+        let mut r = Replay::new(Core(Knobs::DEFAULT));
         for l in lines {
             if let Some(rec) = parse(l) {
                 r.step(&rec.expect("parses"));

@@ -56,14 +56,15 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
                            update of Wc (default sender)
   -h, --help               this text
 
-usage: hpcc-replay --ctl [--profile module|drafts] [--set KNOB=VALUE]... < trace
+usage: hpcc-replay --ctl [--ffi] [--profile module|drafts] [--set KNOB=VALUE]... < trace
 
   Replays the tcp_hpcc:hpcc_ctl records of a VM run (tracefs text) through
   the controller and checks that it decides, hook for hook, what the module
   decided (cwnd, ssthresh, pacing rate, probes, SFC pauses, flow state).
   Knobs: the profile's, then the capture's \"# knob NAME=VALUE\" lines, then
   --set. Prints a JSON summary; exits 1 on any mismatch or if no ACK was
-  replayed.
+  replayed. --ffi: through the core's C ABI (include/hpcc_ffi.h, what a
+  simulator calls) instead of the core itself.
 
 Input: one JSON object per line: {\"now_ns\",\"ack_seq\",\"snd_nxt\",\"path_id\",
 \"hops\":[{\"rate_bps\",\"ts_ns\",\"tx_bytes\",\"qlen_bytes\"}]}.
@@ -279,6 +280,7 @@ fn run(cfg: HpccConfig) -> Result<(), String> {
 /// `--ctl`: the controller replay of a tracefs capture on stdin.
 fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     let mut knobs = Knobs::DEFAULT;
+    let mut ffi = false;
     let mut sets = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -297,6 +299,7 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
         };
         match flag.as_str() {
             "--ctl" => {}
+            "--ffi" => ffi = true,
             "--profile" => {
                 let p = value()?;
                 knobs = Knobs::profile(&p).ok_or_else(|| format!("--profile {p:?}: expected module or drafts"))?;
@@ -315,11 +318,12 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     // Unknown names fail now, not at the first record.
     let mut scratch = Knobs::DEFAULT;
     sets.iter().try_for_each(|kv| set(&mut scratch, kv))?;
-    let mut replay: Option<ctl::Replay> = None;
+    // The capture's knob lines come before its first record.
+    let mut recs = Vec::new();
     for (n, line) in io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| format!("line {}: read error: {e}", n + 1))?;
         if let Some(kv) = ctl::parse_knob(&line) {
-            if replay.is_some() {
+            if !recs.is_empty() {
                 return Err(format!("line {}: a knob line after the first record", n + 1));
             }
             if let Some(kv) = kv.map_err(|e| format!("line {}: {e}", n + 1))? {
@@ -328,17 +332,17 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
             continue;
         }
         let Some(rec) = ctl::parse(&line) else { continue };
-        let rec = rec.map_err(|e| format!("line {}: {e}", n + 1))?;
-        let r = replay.get_or_insert_with(|| {
-            let mut k = knobs;
-            for kv in &sets {
-                let _ = set(&mut k, kv);
-            }
-            ctl::Replay::new(k)
-        });
-        r.step(&rec);
+        recs.push(rec.map_err(|e| format!("line {}: {e}", n + 1))?);
     }
-    Ok(replay.map_or_else(ctl::Summary::default, |r| r.summary))
+    for kv in &sets {
+        let _ = set(&mut knobs, kv);
+    }
+    fn drive<C: ctl::Controller>(c: C, recs: &[ctl::Rec]) -> ctl::Summary {
+        let mut r = ctl::Replay::new(c);
+        recs.iter().for_each(|rec| r.step(rec));
+        r.summary
+    }
+    Ok(if ffi { drive(ctl::Ffi::new(&knobs)?, &recs) } else { drive(ctl::Core(knobs), &recs) })
 }
 
 fn main() -> ExitCode {

@@ -288,3 +288,19 @@ fn vm_trace_captured_before_the_cong_abstraction_replays_exactly() {
     assert_eq!(s["records"], 6047, "{s}");
     assert!(s["acks"].as_u64().unwrap() > 5000 && s["responses"].as_u64().unwrap() > 1000, "{s}");
 }
+
+/// The same trace through the core's C ABI (`--ffi`, include/hpcc_ffi.h,
+/// what a simulator calls): the module's decisions, and the same summary
+/// as through the core itself.
+#[test]
+fn vm_trace_replays_exactly_through_the_c_abi() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
+    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
+    let trace = String::from_utf8(xz.stdout).unwrap();
+    let core = replay(&["--ctl"], &trace);
+    let ffi = replay(&["--ctl", "--ffi"], &trace);
+    assert!(ffi.status.success(), "{}", String::from_utf8_lossy(&ffi.stderr));
+    let s: Value = serde_json::from_str(String::from_utf8_lossy(&ffi.stdout).trim()).unwrap();
+    assert_eq!(s["mismatches"], 0, "{s}");
+    assert_eq!(ffi.stdout, core.stdout);
+}

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The HPCC++ core behind a C ABI (`include/hpcc_ffi.h`), for a host other
+//! than the kernel, such as an ns-3 TCP: one function for each entry point
+//! of the core that the kernel glue calls, and nothing else. Like the glue,
+//! it converts and applies; every decision is the core's.
+//!
+//! * the knob profile: [`hpcc_knobs_new`], [`hpcc_knobs_set`],
+//!   [`hpcc_knobs_validate`], [`hpcc_knobs_free`];
+//! * the connection's controller (`SockCtl`): [`hpcc_sock_init`],
+//!   [`hpcc_sock_wants_flow_on_ack`], [`hpcc_sock_wants_flow_on_tx_start`],
+//!   [`hpcc_sock_flow_refused`], [`hpcc_sock_ssthresh`],
+//!   [`hpcc_sock_undo_cwnd`], [`hpcc_sock_on_ack`];
+//! * the flow's (`FlowCtl`): [`hpcc_flow_new`], [`hpcc_flow_probe_at_tx_start`],
+//!   [`hpcc_flow_probe_due`], [`hpcc_flow_probe_sent`],
+//!   [`hpcc_flow_pacing_rate`], [`hpcc_flow_free`];
+//! * the SFC cell the signal path writes and the next ACK reads
+//!   ([`HpccSfcState`], an argument of [`hpcc_sock_on_ack`]);
+//! * the receiver's side: the flow count ([`hpcc_rcvcount_new`],
+//!   [`hpcc_rcvcount_insert`], [`hpcc_rcvcount_count_with`]) and the
+//!   packets ([`hpcc_build_probe`], [`hpcc_classify`],
+//!   [`hpcc_build_response`]).
+//!
+//! Handles (`hpcc_knobs`, `hpcc_flow`, `hpcc_rcvcount`) are boxed by this
+//! library and freed by it; `SockCtl` is plain data the caller keeps in an
+//! [`HpccSock`] of its own, as the kernel keeps it in `icsk_ca_priv`. Every
+//! pointer argument is checked for null; a null handle or record makes the
+//! call a no-op returning 0 (or an error code where the function has one).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::ffi::{c_char, c_int, CStr};
+use hpcc_core::control::{self, AckDecision, Conn, FlowCtl, InitDecision, RateSample, Response, SfcState, SockCtl};
+use hpcc_core::knobs::Knobs;
+use hpcc_core::probe::{self, Kind, Tuple};
+use hpcc_core::rcvcount::FlowCount;
+
+/// `-EINVAL`.
+const EINVAL: c_int = -22;
+
+/// The longest probe or response, bytes (`HPCC_FFI_MAX_PACKET_LEN`).
+pub const MAX_PACKET_LEN: usize = probe::MAX_PACKET_LEN;
+/// The INT stack area of a probe, bytes (`HPCC_FFI_INT_LEN`).
+pub const INT_LEN: usize = probe::INT_LEN;
+
+/// `struct hpcc_conn`: [`Conn`], what the connection shows at a hook.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccConn {
+    pub now_ns: u64,
+    pub max_pacing_rate: u64,
+    pub mss: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    pub packets_out: u32,
+    pub in_flight: u32,
+    pub snd_nxt: u32,
+    pub in_reduction: u8,
+    pub cwnd_limited: u8,
+}
+
+impl From<&HpccConn> for Conn {
+    fn from(c: &HpccConn) -> Self {
+        Conn {
+            now_ns: c.now_ns,
+            mss: c.mss,
+            cwnd: c.cwnd,
+            ssthresh: c.ssthresh,
+            srtt_us: c.srtt_us,
+            min_rtt_us: c.min_rtt_us,
+            packets_out: c.packets_out,
+            in_flight: c.in_flight,
+            snd_nxt: c.snd_nxt,
+            in_reduction: c.in_reduction != 0,
+            cwnd_limited: c.cwnd_limited != 0,
+            max_pacing_rate: c.max_pacing_rate,
+        }
+    }
+}
+
+/// `struct hpcc_rate_sample`: [`RateSample`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccRateSample {
+    pub interval_us: u64,
+    pub delivered: u32,
+    pub prior_in_flight: u32,
+    pub acked_sacked: u32,
+    pub app_limited: u8,
+}
+
+impl From<&HpccRateSample> for RateSample {
+    fn from(r: &HpccRateSample) -> Self {
+        RateSample {
+            delivered: r.delivered,
+            interval_us: r.interval_us,
+            prior_in_flight: r.prior_in_flight,
+            acked_sacked: r.acked_sacked,
+            app_limited: r.app_limited != 0,
+        }
+    }
+}
+
+/// `struct hpcc_response`: [`Response`], the flow's newest response whose
+/// nonce the caller checked; `int_stack` holds `int_len` bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HpccResponse {
+    pub rx_ns: u64,
+    pub int_stack: *const u8,
+    pub int_len: usize,
+    pub snd_nxt: u32,
+}
+
+/// `struct hpcc_sfc_state`: [`SfcState`], the flow's SFC cell.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccSfcState {
+    pub gap_ns: u64,
+    pub gen: u32,
+    pub qlen: u32,
+    pub speed: u8,
+}
+
+impl From<&HpccSfcState> for SfcState {
+    fn from(s: &HpccSfcState) -> Self {
+        SfcState { gen: s.gen, qlen: s.qlen, speed: s.speed, gap_ns: s.gap_ns }
+    }
+}
+
+/// `struct hpcc_init_decision`: [`InitDecision`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccInitDecision {
+    pub pacing_rate: u64,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub pacing_shift: u8,
+}
+
+impl From<InitDecision> for HpccInitDecision {
+    fn from(d: InitDecision) -> Self {
+        HpccInitDecision { pacing_rate: d.pacing_rate, cwnd: d.cwnd, ssthresh: d.ssthresh, pacing_shift: d.pacing_shift }
+    }
+}
+
+/// `struct hpcc_ack_decision`: [`AckDecision`]. `notes` has bit `1 << n`
+/// for each `control::Note` `n` (in declaration order); `has_trace` says
+/// whether `trace` holds an applied response's sample.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccAckDecision {
+    pub pacing_rate: u64,
+    pub cwnd: u32,
+    pub tso_segs: u16,
+    pub notes: u16,
+    pub pacing_shift: u8,
+    pub probe: u8,
+    pub take_pause: u8,
+    pub has_trace: u8,
+    pub trace: control::TraceSample,
+}
+
+impl From<AckDecision> for HpccAckDecision {
+    fn from(d: AckDecision) -> Self {
+        HpccAckDecision {
+            pacing_rate: d.pacing_rate,
+            cwnd: d.cwnd,
+            tso_segs: d.tso_segs,
+            notes: d.notes.bits(),
+            pacing_shift: d.pacing_shift,
+            probe: u8::from(d.probe),
+            take_pause: u8::from(d.take_pause),
+            has_trace: u8::from(d.trace.is_some()),
+            trace: d.trace.unwrap_or_default(),
+        }
+    }
+}
+
+/// `struct hpcc_sock`: a connection's [`SockCtl`], kept by the caller
+/// (plain data: any bit pattern this library wrote is valid; zeroed before
+/// [`hpcc_sock_init`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccSock {
+    pub ctl: SockCtl,
+}
+
+/// `struct hpcc_tuple`: [`Tuple`] (addresses IPv6 or IPv4-mapped, network
+/// order; ports host order), sender to receiver.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HpccTuple {
+    pub saddr: [u8; 16],
+    pub daddr: [u8; 16],
+    pub sport: u16,
+    pub dport: u16,
+}
+
+impl From<&HpccTuple> for Tuple {
+    fn from(t: &HpccTuple) -> Self {
+        Tuple { saddr: t.saddr, daddr: t.daddr, sport: t.sport, dport: t.dport }
+    }
+}
+
+impl From<&Tuple> for HpccTuple {
+    fn from(t: &Tuple) -> Self {
+        HpccTuple { saddr: t.saddr, daddr: t.daddr, sport: t.sport, dport: t.dport }
+    }
+}
+
+/// `struct hpcc_packet`: a classified probe or response
+/// ([`hpcc_classify`]); `kind` 0 probe, 1 response; `int_stack` the INT
+/// area the packet carries.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HpccPacket {
+    pub tuple: HpccTuple,
+    pub nonce: u32,
+    pub snd_nxt: u32,
+    pub kind: u8,
+    pub int_stack: [u8; INT_LEN],
+}
+
+/// `*p`, or `None` for a null pointer.
+///
+/// # Safety
+///
+/// `p` is null or points to a valid `T` that lives for `'a` and that no
+/// one writes meanwhile.
+unsafe fn get<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: caller contract.
+    unsafe { p.as_ref() }
+}
+
+/// `*p` mutably, or `None` for a null pointer.
+///
+/// # Safety
+///
+/// `p` is null or points to a valid `T` that lives for `'a`, accessed
+/// through nothing else meanwhile.
+unsafe fn get_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: caller contract.
+    unsafe { p.as_mut() }
+}
+
+// ---- knobs --------------------------------------------------------------
+
+/// A knob profile: `"module"` (what the module ships) or `"drafts"`; NULL
+/// (or NULL `profile`) for the module's. Returns NULL for an unknown name.
+///
+/// # Safety
+///
+/// `profile` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_knobs_new(profile: *const c_char) -> *mut Knobs {
+    let k = if profile.is_null() {
+        Some(Knobs::DEFAULT)
+    } else {
+        // SAFETY: caller contract, checked non-null.
+        unsafe { CStr::from_ptr(profile) }.to_str().ok().and_then(Knobs::profile)
+    };
+    k.map_or(core::ptr::null_mut(), |k| Box::into_raw(Box::new(k)))
+}
+
+/// Sets knob `name` (a module parameter's name) to `value`: 0, or
+/// `-EINVAL` for an unknown name. [`hpcc_knobs_validate`] checks the set.
+///
+/// # Safety
+///
+/// `k` is null or from [`hpcc_knobs_new`]; `name` null or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_knobs_set(k: *mut Knobs, name: *const c_char, value: u32) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(k), false) = (unsafe { get_mut(k) }, name.is_null()) else { return EINVAL };
+    // SAFETY: caller contract, checked non-null.
+    let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("");
+    if k.set(name, value) {
+        0
+    } else {
+        EINVAL
+    }
+}
+
+/// 0 if the knobs are a valid set (each in its range, the relations and
+/// the law's own checks, as the module accepts them), else `-EINVAL`.
+///
+/// # Safety
+///
+/// `k` is null or from [`hpcc_knobs_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_knobs_validate(k: *const Knobs) -> c_int {
+    // SAFETY: caller contract.
+    match unsafe { get(k) }.map(Knobs::validate) {
+        Some(Ok(())) => 0,
+        _ => EINVAL,
+    }
+}
+
+/// Frees knobs from [`hpcc_knobs_new`] (NULL: nothing).
+///
+/// # Safety
+///
+/// `k` is null or from [`hpcc_knobs_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_knobs_free(k: *mut Knobs) {
+    if !k.is_null() {
+        // SAFETY: caller contract: a box of ours, freed once.
+        drop(unsafe { Box::from_raw(k) });
+    }
+}
+
+// ---- the connection's controller ----------------------------------------
+
+/// `init`: a connection starts hpcc. Writes its state to `*s` and what to
+/// set to `*out`.
+///
+/// # Safety
+///
+/// `k` null or from [`hpcc_knobs_new`]; `c`, `s`, `out` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_init(
+    k: *const Knobs,
+    c: *const HpccConn,
+    has_sent_data: c_int,
+    s: *mut HpccSock,
+    out: *mut HpccInitDecision,
+) {
+    // SAFETY: caller contract.
+    let (Some(k), Some(c), Some(s), Some(out)) = (unsafe { get(k) }, unsafe { get(c) }, unsafe { get_mut(s) }, unsafe {
+        get_mut(out)
+    }) else {
+        return;
+    };
+    let (ctl, d) = SockCtl::init(k, &c.into(), has_sent_data != 0);
+    s.ctl = ctl;
+    *out = d.into();
+}
+
+/// On an ACK of a connection without flow state: whether to create it now
+/// ([`hpcc_flow_new`]).
+///
+/// # Safety
+///
+/// As [`hpcc_sock_init`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_wants_flow_on_ack(s: *const HpccSock, k: *const Knobs, c: *const HpccConn) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(s), Some(k), Some(c)) = (unsafe { get(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    c_int::from(s.ctl.wants_flow_on_ack(k, &c.into()))
+}
+
+/// At a transmit start of a connection without flow state: whether to
+/// create it now.
+///
+/// # Safety
+///
+/// As [`hpcc_sock_init`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_wants_flow_on_tx_start(s: *const HpccSock, k: *const Knobs, c: *const HpccConn) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(s), Some(k), Some(c)) = (unsafe { get(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    c_int::from(s.ctl.wants_flow_on_tx_start(k, &c.into()))
+}
+
+/// Creating the flow's state failed at `now_ns` (the fallback runs).
+///
+/// # Safety
+///
+/// `s` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_flow_refused(s: *mut HpccSock, now_ns: u64) {
+    // SAFETY: caller contract.
+    if let Some(s) = unsafe { get_mut(s) } {
+        s.ctl.flow_refused(now_ns);
+    }
+}
+
+/// `ssthresh` (loss or ECN): the new ssthresh, segments.
+///
+/// # Safety
+///
+/// As [`hpcc_sock_init`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_ssthresh(s: *mut HpccSock, k: *const Knobs, c: *const HpccConn) -> u32 {
+    // SAFETY: caller contract.
+    let (Some(s), Some(k), Some(c)) = (unsafe { get_mut(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    s.ctl.ssthresh(k, &c.into())
+}
+
+/// `undo_cwnd`: the window to restore, segments.
+///
+/// # Safety
+///
+/// `s` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_undo_cwnd(s: *const HpccSock, cwnd: u32) -> u32 {
+    // SAFETY: caller contract.
+    unsafe { get(s) }.map_or(cwnd, |s| s.ctl.undo_cwnd(cwnd))
+}
+
+/// An ACK (`cong_control`): `rs` the rate sample (NULL: none); `f` the
+/// flow's state (NULL: none), with its newest response `r` (NULL: none)
+/// and SFC cell `sfc` (NULL: an empty one). Writes the decision to `*out`.
+///
+/// # Safety
+///
+/// `s`, `c`, `rs`, `r`, `sfc`, `out` null or valid; `k` null or from
+/// [`hpcc_knobs_new`]; `f` null or from [`hpcc_flow_new`]; `r->int_stack`
+/// points to `r->int_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sock_on_ack(
+    s: *mut HpccSock,
+    k: *const Knobs,
+    c: *const HpccConn,
+    rs: *const HpccRateSample,
+    f: *mut FlowCtl,
+    r: *const HpccResponse,
+    sfc: *const HpccSfcState,
+    out: *mut HpccAckDecision,
+) {
+    // SAFETY: caller contract.
+    let (Some(s), Some(k), Some(c), Some(out)) = (unsafe { get_mut(s) }, unsafe { get(k) }, unsafe { get(c) }, unsafe {
+        get_mut(out)
+    }) else {
+        return;
+    };
+    // SAFETY: caller contract.
+    let rs = unsafe { get(rs) }.map(RateSample::from);
+    // SAFETY: caller contract.
+    let sfc = unsafe { get(sfc) }.map(SfcState::from).unwrap_or_default();
+    // SAFETY: caller contract.
+    let resp = unsafe { get(r) }.map(|r| {
+        let int = if r.int_stack.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: caller contract: `int_stack` holds `int_len` readable bytes.
+            unsafe { core::slice::from_raw_parts(r.int_stack, r.int_len) }
+        };
+        Response { rx_ns: r.rx_ns, snd_nxt: r.snd_nxt, int }
+    });
+    // SAFETY: caller contract.
+    let flow = unsafe { get_mut(f) }.map(|f| (f, resp.as_ref(), &sfc));
+    *out = s.ctl.on_ack(k, &c.into(), rs.as_ref(), flow).into();
+}
+
+// ---- the flow's controller ----------------------------------------------
+
+/// A flow's telemetry state, or NULL when the knobs give no valid law for
+/// this MSS and T (then [`hpcc_sock_flow_refused`]).
+///
+/// # Safety
+///
+/// `k` null or from [`hpcc_knobs_new`]; `c` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_new(k: *const Knobs, c: *const HpccConn) -> *mut FlowCtl {
+    // SAFETY: caller contract.
+    let (Some(k), Some(c)) = (unsafe { get(k) }, unsafe { get(c) }) else { return core::ptr::null_mut() };
+    FlowCtl::new(k, &c.into()).map_or(core::ptr::null_mut(), |f| Box::into_raw(Box::new(f)))
+}
+
+/// At a transmit start: whether to send a probe ahead of the data.
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`]; `k` null or from
+/// [`hpcc_knobs_new`]; `c` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_probe_at_tx_start(f: *const FlowCtl, k: *const Knobs, c: *const HpccConn) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(f), Some(k), Some(c)) = (unsafe { get(f) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    c_int::from(f.probe_at_tx_start(k, &c.into()))
+}
+
+/// Whether a probe is due now.
+///
+/// # Safety
+///
+/// As [`hpcc_flow_probe_at_tx_start`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_probe_due(f: *const FlowCtl, k: *const Knobs, c: *const HpccConn) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(f), Some(k), Some(c)) = (unsafe { get(f) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    c_int::from(f.probe_due(k, &c.into()))
+}
+
+/// A probe left at `now_ns`: its sequence number (the nonce slot).
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_probe_sent(f: *mut FlowCtl, now_ns: u64) -> u32 {
+    // SAFETY: caller contract.
+    unsafe { get_mut(f) }.map_or(0, |f| f.probe_sent(now_ns))
+}
+
+/// The flow's pacing rate, bytes/s.
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`]; `k` null or from [`hpcc_knobs_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_pacing_rate(f: *const FlowCtl, k: *const Knobs, srtt_us: u32) -> u64 {
+    // SAFETY: caller contract.
+    let (Some(f), Some(k)) = (unsafe { get(f) }, unsafe { get(k) }) else { return 0 };
+    f.pacing_rate(k, srtt_us)
+}
+
+/// Frees a flow's state (NULL: nothing).
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_free(f: *mut FlowCtl) {
+    if !f.is_null() {
+        // SAFETY: caller contract: a box of ours, freed once.
+        drop(unsafe { Box::from_raw(f) });
+    }
+}
+
+// ---- the receiver -------------------------------------------------------
+
+/// A receiver's flow count (one per receiving host, as one per netns in
+/// the module).
+#[no_mangle]
+pub extern "C" fn hpcc_rcvcount_new() -> *mut FlowCount {
+    Box::into_raw(Box::new(FlowCount::new()))
+}
+
+/// Records a probe of the flow whose tuple hashes to `hash` at `now_ns`,
+/// with windows of `window_ns` (the `rcv_count_us` knob).
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_rcvcount_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_rcvcount_insert(r: *const FlowCount, now_ns: u64, window_ns: u64, hash: u32) {
+    // SAFETY: caller contract.
+    if let Some(r) = unsafe { get(r) } {
+        r.insert(now_ns, window_ns, hash);
+    }
+}
+
+/// The flows counted at `now_ns` with the flow of `hash` among them.
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_rcvcount_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_rcvcount_count_with(r: *const FlowCount, now_ns: u64, window_ns: u64, hash: u32) -> u16 {
+    // SAFETY: caller contract.
+    unsafe { get(r) }.map_or(0, |r| r.count_with(now_ns, window_ns, hash))
+}
+
+/// Frees a flow count (NULL: nothing).
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_rcvcount_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_rcvcount_free(r: *mut FlowCount) {
+    if !r.is_null() {
+        // SAFETY: caller contract: a box of ours, freed once.
+        drop(unsafe { Box::from_raw(r) });
+    }
+}
+
+/// Builds a probe of flow `t` into `out` (`HPCC_FFI_MAX_PACKET_LEN`
+/// bytes): IP header on, the bytes the module sends. Returns its length (0
+/// for a null argument).
+///
+/// # Safety
+///
+/// `out` null or `HPCC_FFI_MAX_PACKET_LEN` writable bytes; `t` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_build_probe(out: *mut u8, t: *const HpccTuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
+    // SAFETY: caller contract.
+    let (Some(out), Some(t)) = (unsafe { get_mut(out.cast::<[u8; MAX_PACKET_LEN]>()) }, unsafe { get(t) }) else {
+        return 0;
+    };
+    probe::build_probe(out, &t.into(), dscp, nonce, snd_nxt)
+}
+
+/// Classifies the `len` bytes at `buf` (from the IP header on) as the
+/// module's receive hook does: 1 and `*out` for a valid probe or
+/// response, 0 for a packet not of that DSCP, a negative number for one
+/// with the DSCP but not exactly the format (the module counts and passes
+/// it).
+///
+/// # Safety
+///
+/// `buf` null or `len` readable bytes; `out` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_classify(
+    buf: *const u8,
+    len: usize,
+    probe_dscp: u8,
+    response_dscp: u8,
+    out: *mut HpccPacket,
+) -> c_int {
+    // SAFETY: caller contract.
+    let Some(out) = (unsafe { get_mut(out) }) else { return EINVAL };
+    if buf.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: caller contract: `len` readable bytes.
+    let bytes = unsafe { core::slice::from_raw_parts(buf, len) };
+    match probe::classify(bytes, probe_dscp, response_dscp) {
+        Ok(None) => 0,
+        Err(_) => EINVAL,
+        Ok(Some(p)) => {
+            let mut int = [0u8; INT_LEN];
+            int.iter_mut().zip(p.int).for_each(|(d, s)| *d = *s);
+            *out = HpccPacket {
+                tuple: (&p.tuple).into(),
+                nonce: p.nonce,
+                snd_nxt: p.snd_nxt,
+                kind: u8::from(p.kind == Kind::Response),
+                int_stack: int,
+            };
+            1
+        }
+    }
+}
+
+/// The response to probe `p` (from [`hpcc_classify`]) into `out`
+/// (`HPCC_FFI_MAX_PACKET_LEN` bytes), with the receiver's flow count
+/// `rcv_flows`. Returns its length (0 for a null argument or a `p` that is
+/// not a probe).
+///
+/// # Safety
+///
+/// `out` null or `HPCC_FFI_MAX_PACKET_LEN` writable bytes; `p` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_build_response(out: *mut u8, p: *const HpccPacket, dscp: u8, rcv_flows: u16) -> usize {
+    // SAFETY: caller contract.
+    let (Some(out), Some(p)) = (unsafe { get_mut(out.cast::<[u8; MAX_PACKET_LEN]>()) }, unsafe { get(p) }) else {
+        return 0;
+    };
+    if p.kind != 0 {
+        return 0;
+    }
+    let pkt = probe::Packet {
+        kind: Kind::Probe,
+        tuple: (&p.tuple).into(),
+        nonce: p.nonce,
+        snd_nxt: p.snd_nxt,
+        int: &p.int_stack,
+    };
+    probe::build_response(out, &pkt, dscp, rcv_flows)
+}

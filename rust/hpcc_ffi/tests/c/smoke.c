@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Drives every function of include/hpcc_ffi.h from C, as a simulator's
+ * TCP would: a flow's probe built, classified, answered with an INT hop
+ * stamped as include/hpcc_int.h lays it out, the response applied by the
+ * controller. Prints one line per result; tests/c_abi.rs compares them
+ * with the core's own answers.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <hpcc_ffi.h>
+
+#define P(...) printf(__VA_ARGS__)
+
+/* One INT hop (include/hpcc_int.h): rate code, ts, txBytes, qlen, big endian. */
+static void put_hop(uint8_t *int_stack, int i, uint64_t rate, uint64_t ts, uint64_t txb, uint64_t qlen)
+{
+	uint64_t v = rate << 60 | (ts & 0xffffff) << 36 | (txb & 0xfffff) << 16 | (qlen & 0xffff);
+	for (int b = 0; b < 8; b++)
+		int_stack[4 + 8 * i + b] = (uint8_t)(v >> (56 - 8 * b));
+}
+
+int main(void)
+{
+	struct hpcc_knobs *k = hpcc_knobs_new("module");
+	P("knobs %d %d %d %d\n", k != NULL, hpcc_knobs_new("nope") == NULL, hpcc_knobs_set(k, "nope", 1),
+	  hpcc_knobs_validate(k));
+	int rc = hpcc_knobs_set(k, "eta_ppm", 2000000);
+	P("set %d %d\n", rc, hpcc_knobs_validate(k));
+	hpcc_knobs_set(k, "eta_ppm", 950000);
+
+	struct hpcc_conn c = { .now_ns = 1000000, .max_pacing_rate = UINT64_MAX, .mss = 1448, .cwnd = 10,
+			       .ssthresh = UINT32_MAX, .srtt_us = 20, .min_rtt_us = 10 };
+	struct hpcc_sock s;
+	struct hpcc_init_decision id;
+	memset(&s, 0, sizeof(s));
+	hpcc_sock_init(k, &c, 0, &s, &id);
+	P("init %u %u %u %llu\n", id.cwnd, id.ssthresh, id.pacing_shift, (unsigned long long)id.pacing_rate);
+	c.cwnd = id.cwnd;
+	c.ssthresh = id.ssthresh;
+	c.packets_out = c.in_flight = 4;
+	P("wants %d %d\n", hpcc_sock_wants_flow_on_ack(&s, k, &c), hpcc_sock_wants_flow_on_tx_start(&s, k, &c));
+	struct hpcc_flow *f = hpcc_flow_new(k, &c);
+	P("flow %d %d %d\n", f != NULL, hpcc_flow_probe_at_tx_start(f, k, &c), hpcc_flow_probe_due(f, k, &c));
+
+	/* The probe, from 10.0.1.1:40000 to 10.0.2.1:5201. */
+	struct hpcc_tuple t = { .saddr = { [10] = 0xff, [11] = 0xff, 10, 0, 1, 1 },
+				.daddr = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 1 }, .sport = 40000, .dport = 5201 };
+	uint8_t pkt[HPCC_FFI_MAX_PACKET_LEN], resp[HPCC_FFI_MAX_PACKET_LEN];
+	uint32_t slot = hpcc_flow_probe_sent(f, c.now_ns);
+	size_t n = hpcc_build_probe(pkt, &t, 11, 0xabcd0000u + slot, 777);
+	struct hpcc_packet p;
+	rc = hpcc_classify(pkt, n, 11, 15, &p);
+	P("probe %zu %d\n", n, rc);
+	P("classified %u %u %u %u %u\n", p.kind, p.nonce, p.snd_nxt, p.tuple.sport, p.tuple.dport);
+
+	/* A 100G switch stamps it (rate code 8), then the receiver answers. */
+	p.int_stack[0] = 1 << 4;	/* nHop 1, pathID 0 (nHop in the top 4 bits) */
+	put_hop(p.int_stack, 0, 8, 500000, 1000, 10);
+	struct hpcc_rcvcount *cnt = hpcc_rcvcount_new();
+	hpcc_rcvcount_insert(cnt, c.now_ns, 100000000, 0x1234);
+	uint16_t flows = hpcc_rcvcount_count_with(cnt, c.now_ns, 100000000, 0x1234);
+	size_t m = hpcc_build_response(resp, &p, 15, flows);
+	struct hpcc_packet r;
+	rc = hpcc_classify(resp, m, 11, 15, &r);
+	P("response %zu %d %u %u\n", m, rc, r.kind, flows);
+
+	/* Two responses, 20 us apart, each applied on an ACK. */
+	struct hpcc_rate_sample rs = { .interval_us = 20, .delivered = 8, .prior_in_flight = 4, .acked_sacked = 2 };
+	struct hpcc_sfc_state sfc = { 0 };
+	struct hpcc_ack_decision d;
+	for (int i = 0; i < 2; i++) {
+		c.now_ns += 20000;
+		put_hop(r.int_stack, 0, 8, 500000 + 10000 * (uint64_t)(i + 1), 1000 + 60000 * (uint64_t)(i + 1), 10);
+		struct hpcc_response a = { .rx_ns = c.now_ns, .int_stack = r.int_stack, .int_len = sizeof(r.int_stack),
+					   .snd_nxt = r.snd_nxt };
+		hpcc_sock_on_ack(&s, k, &c, &rs, f, &a, &sfc, &d);
+		P("ack %u %llu %u %u %u %u %u %u %u %u\n", d.cwnd, (unsigned long long)d.pacing_rate, d.pacing_shift,
+		  d.tso_segs, d.probe, d.take_pause, d.notes, d.has_trace, d.trace.event, d.trace.window);
+		c.cwnd = d.cwnd;
+	}
+	hpcc_sock_on_ack(&s, k, &c, NULL, NULL, NULL, NULL, &d);
+	P("fallback %u %u\n", d.cwnd, d.notes);
+	P("pacing %llu\n", (unsigned long long)hpcc_flow_pacing_rate(f, k, 20));
+	uint32_t ss = hpcc_sock_ssthresh(&s, k, &c);
+	P("ssthresh %u undo %u\n", ss, hpcc_sock_undo_cwnd(&s, 1));
+	hpcc_sock_flow_refused(&s, c.now_ns);
+	P("after refused %d\n", hpcc_sock_wants_flow_on_ack(&s, k, &c));
+	P("nulls %d %zu %d\n", hpcc_knobs_validate(NULL), hpcc_build_probe(NULL, &t, 11, 1, 1),
+	  hpcc_classify(NULL, 0, 11, 15, &p));
+	hpcc_rcvcount_free(cnt);
+	hpcc_flow_free(f);
+	hpcc_knobs_free(k);
+	return 0;
+}

@@ -1,0 +1,172 @@
+//! `include/hpcc_ffi.h` against the library: every struct's size and
+//! every field's offset as Rust lays them out (so the header has one home,
+//! this crate, and drifts fail here), and every function driven from C
+//! (`tests/c/smoke.c`) with the core's own answers to the same calls.
+
+use hpcc_core::control::{Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample};
+use hpcc_core::knobs::Knobs;
+use hpcc_core::wire::{self, IntStack, RawHop};
+use hpcc_ffi::*;
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cc() -> &'static str {
+    if Command::new("cc").arg("--version").output().is_ok() {
+        "cc"
+    } else {
+        "clang"
+    }
+}
+
+/// `_Static_assert`s of a struct's size and fields' offsets.
+macro_rules! layout {
+    ($out:ident, $c:literal, $t:ty { $($f:ident),* $(,)? }) => {
+        $out.push_str(&format!("_Static_assert(sizeof(struct {}) == {}, \"size of {}\");\n", $c, size_of::<$t>(), $c));
+        $($out.push_str(&format!(
+            "_Static_assert(offsetof(struct {}, {}) == {}, \"{}.{}\");\n",
+            $c, stringify!($f), offset_of!($t, $f), $c, stringify!($f)
+        ));)*
+    };
+}
+
+#[test]
+fn header_layout_is_the_librarys() {
+    let mut c = String::from("#include <stddef.h>\n#include <hpcc_ffi.h>\n");
+    layout!(c, "hpcc_conn", HpccConn { now_ns, max_pacing_rate, mss, cwnd, ssthresh, srtt_us, min_rtt_us,
+        packets_out, in_flight, snd_nxt, in_reduction, cwnd_limited });
+    layout!(c, "hpcc_rate_sample", HpccRateSample { interval_us, delivered, prior_in_flight, acked_sacked, app_limited });
+    layout!(c, "hpcc_response", HpccResponse { rx_ns, int_stack, int_len, snd_nxt });
+    layout!(c, "hpcc_sfc_state", HpccSfcState { gap_ns, gen, qlen, speed });
+    layout!(c, "hpcc_init_decision", HpccInitDecision { pacing_rate, cwnd, ssthresh, pacing_shift });
+    layout!(c, "hpcc_ack_decision", HpccAckDecision { pacing_rate, cwnd, tso_segs, notes, pacing_shift, probe,
+        take_pause, has_trace, trace });
+    layout!(c, "hpcc_sock", HpccSock {});
+    layout!(c, "hpcc_tuple", HpccTuple { saddr, daddr, sport, dport });
+    layout!(c, "hpcc_packet", HpccPacket { tuple, nonce, snd_nxt, kind, int_stack });
+    layout!(c, "hpcc_sample", TraceSample { event, hop, n_hops, inc_stage, u_ppm, sample_u_ppm, qlen, window, wc,
+        cwnd, inflight, srtt_us, base_rtt_us, pacing_rate, path_rate });
+    // The sample's fields are the core's one list, in order.
+    let h = std::fs::read_to_string(root().join("include/hpcc_ffi.h")).unwrap();
+    let body = h.split("struct hpcc_sample {").nth(1).unwrap().split("};").next().unwrap();
+    let names: Vec<&str> =
+        body.lines().filter_map(|l| l.trim().strip_suffix(';')).filter_map(|l| l.split_whitespace().last()).collect();
+    let want: Vec<&str> = TraceSample::FIELDS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, want, "struct hpcc_sample against TraceSample::FIELDS");
+    for (name, v) in [
+        ("HPCC_FFI_MAX_PACKET_LEN", MAX_PACKET_LEN),
+        ("HPCC_FFI_INT_LEN", INT_LEN),
+        ("HPCC_FFI_SOCK_WORDS", size_of::<SockCtl>() / 8),
+    ] {
+        c.push_str(&format!("_Static_assert({name} == {v}, \"{name}\");\n"));
+    }
+    assert_eq!(size_of::<SockCtl>() % 8, 0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("hpcc_ffi_layout.c");
+    std::fs::write(&src, c).unwrap();
+    let o = Command::new(cc())
+        .args(["-fsyntax-only", "-Wall", "-Werror", "-I"])
+        .arg(root().join("include"))
+        .arg(&src)
+        .output()
+        .expect("a C compiler");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The static library next to this test's binary (target/<profile>/).
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let lib = dir.join("libhpcc_ffi.a");
+    assert!(lib.exists(), "{} (cargo builds it with the crate)", lib.display());
+    lib
+}
+
+/// What `tests/c/smoke.c` prints, from the core itself for the same calls.
+fn expected() -> Vec<String> {
+    let mut k = Knobs::DEFAULT;
+    let mut out = vec![format!("knobs 1 1 -22 0")];
+    let mut bad = k;
+    bad.set("eta_ppm", 2_000_000);
+    out.push(format!("set 0 {}", if bad.validate().is_ok() { 0 } else { -22 }));
+    k.set("eta_ppm", 950_000);
+    let mut c = Conn { now_ns: 1_000_000, mss: 1448, cwnd: 10, ssthresh: u32::MAX, srtt_us: 20, min_rtt_us: 10, ..Conn::default() };
+    let (mut s, id) = SockCtl::init(&k, &c, false);
+    out.push(format!("init {} {} {} {}", id.cwnd, id.ssthresh, id.pacing_shift, id.pacing_rate));
+    (c.cwnd, c.ssthresh, c.packets_out, c.in_flight) = (id.cwnd, id.ssthresh, 4, 4);
+    out.push(format!("wants {} {}", u8::from(s.wants_flow_on_ack(&k, &c)), u8::from(s.wants_flow_on_tx_start(&k, &c))));
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    out.push(format!("flow 1 {} {}", u8::from(f.probe_at_tx_start(&k, &c)), u8::from(f.probe_due(&k, &c))));
+    let slot = f.probe_sent(c.now_ns);
+    let t = hpcc_core::probe::Tuple::v4([10, 0, 1, 1], [10, 0, 2, 1], 40000, 5201);
+    let len = t.packet_len();
+    out.push(format!("probe {len} 1"));
+    out.push(format!("classified 0 {} 777 40000 5201", 0xabcd_0000u32 + slot));
+    out.push(format!("response {len} 1 1 1"));
+    let rs = RateSample { interval_us: 20, delivered: 8, prior_in_flight: 4, acked_sacked: 2, app_limited: false };
+    let sfc = SfcState::default();
+    for i in 1..=2u64 {
+        c.now_ns += 20_000;
+        let mut hops = [RawHop::default(); wire::MAX_HOPS];
+        hops[0] = RawHop { rate: 8, ts: (500_000 + 10_000 * i) as u32, tx: (1000 + 60_000 * i) as u32, qlen: 10 };
+        let mut int = [0u8; INT_LEN];
+        wire::encode(&IntStack { n_hops: 1, path_id: 0, hops }, &mut int).unwrap();
+        wire::set_rcv_flows(&mut int, 1);
+        let r = Response { rx_ns: c.now_ns, snd_nxt: 777, int: &int };
+        let d = s.on_ack(&k, &c, Some(&rs), Some((&mut f, Some(&r), &sfc)));
+        let tr = d.trace.unwrap_or_default();
+        out.push(format!(
+            "ack {} {} {} {} {} {} {} {} {} {}",
+            d.cwnd,
+            d.pacing_rate,
+            d.pacing_shift,
+            d.tso_segs,
+            u8::from(d.probe),
+            u8::from(d.take_pause),
+            d.notes.bits(),
+            u8::from(d.trace.is_some()),
+            tr.event,
+            tr.window
+        ));
+        c.cwnd = d.cwnd;
+    }
+    let d = s.on_ack(&k, &c, None, None);
+    out.push(format!("fallback {} {}", d.cwnd, d.notes.bits()));
+    out.push(format!("pacing {}", f.pacing_rate(&k, 20)));
+    let ss = s.ssthresh(&k, &c);
+    out.push(format!("ssthresh {ss} undo {}", s.undo_cwnd(1)));
+    s.flow_refused(c.now_ns);
+    out.push(format!("after refused {}", u8::from(s.wants_flow_on_ack(&k, &c))));
+    out.push("nulls -22 0 -22".into());
+    assert!(d.notes.has(Note::FallbackAck));
+    out
+}
+
+#[test]
+fn c_program_gets_the_cores_decisions() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let exe = dir.join("hpcc_ffi_smoke");
+    let o = Command::new(cc())
+        .args(["-std=c11", "-Wall", "-Werror", "-I"])
+        .arg(root().join("include"))
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/smoke.c"))
+        .arg(staticlib())
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("a C compiler");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = Command::new(&exe).output().unwrap();
+    assert!(run.status.success());
+    let got: Vec<String> = String::from_utf8(run.stdout).unwrap().lines().map(str::to_string).collect();
+    let want = expected();
+    assert_eq!(got, want);
+    // The responses did drive the law: the second ACK applied telemetry.
+    let last_ack = got.iter().rev().find(|l| l.starts_with("ack ")).unwrap();
+    let bits: u16 = last_ack.split(' ').nth(7).unwrap().parse().unwrap();
+    assert!(bits & (1 << Note::HpccAck as u8) != 0, "{last_ack}");
+}
