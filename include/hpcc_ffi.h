@@ -15,6 +15,7 @@
 #ifndef _HPCC_FFI_H
 #define _HPCC_FFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,7 +37,6 @@ struct hpcc_rcvcount;
  * them; RTTs 0 or UINT32_MAX when unknown). */
 struct hpcc_conn {
 	uint64_t now_ns;		/* host clock */
-	uint64_t max_pacing_rate;	/* bytes/s; UINT64_MAX: none */
 	uint32_t mss;			/* bytes */
 	uint32_t cwnd;			/* segments */
 	uint32_t ssthresh;		/* segments */
@@ -45,17 +45,18 @@ struct hpcc_conn {
 	uint32_t packets_out;		/* segments */
 	uint32_t in_flight;		/* segments */
 	uint32_t snd_nxt;
-	uint8_t in_reduction;		/* CWR or Recovery */
-	uint8_t cwnd_limited;
+	bool in_reduction;		/* CWR or Recovery */
+	bool cwnd_limited;
+	uint64_t max_pacing_rate;	/* bytes/s; UINT64_MAX: none */
 };
 
 /* The ACK's rate sample. */
 struct hpcc_rate_sample {
-	uint64_t interval_us;		/* 0: invalid */
 	uint32_t delivered;		/* segments */
+	uint64_t interval_us;		/* 0: invalid */
 	uint32_t prior_in_flight;	/* segments */
 	uint32_t acked_sacked;		/* segments */
-	uint8_t app_limited;
+	bool app_limited;
 };
 
 /* The flow's newest response, its nonce already checked. */
@@ -68,17 +69,17 @@ struct hpcc_response {
 
 /* The flow's SFC cell, as the signal path last wrote it. */
 struct hpcc_sfc_state {
-	uint64_t gap_ns;
 	uint32_t gen;
 	uint32_t qlen;
 	uint8_t speed;
+	uint64_t gap_ns;
 };
 
 struct hpcc_init_decision {
-	uint64_t pacing_rate;		/* bytes/s */
 	uint32_t cwnd;			/* segments */
 	uint32_t ssthresh;		/* segments */
 	uint8_t pacing_shift;
+	uint64_t pacing_rate;		/* bytes/s */
 };
 
 /* One applied response (the tcp_hpcc:hpcc_sample tracepoint's record). */

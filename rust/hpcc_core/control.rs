@@ -65,8 +65,11 @@ pub const FRESH_INTERVALS: u64 = 8;
 pub const STATE_RETRY_NS: u64 = 100_000_000;
 
 /// What the connection shows at a hook (the `tcp_sock` fields, as TCP
-/// keeps them; RTTs 0 or `u32::MAX` when unknown).
+/// keeps them; RTTs 0 or `u32::MAX` when unknown). `repr(C)`: also
+/// `struct hpcc_conn` of the C ABI (include/hpcc_ffi.h, checked by
+/// rust/hpcc_ffi's tests), as are the records below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Conn {
     /// Host clock, ns.
     pub now_ns: u64,
@@ -125,6 +128,7 @@ impl Conn {
 
 /// The ACK's `struct rate_sample`, where TCP gave one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct RateSample {
     /// Segments delivered over the interval (negative values as 0).
     pub delivered: u32,
@@ -151,6 +155,7 @@ pub struct Response<'a> {
 
 /// The flow's SFC signal cell as the receive hook last wrote it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SfcState {
     /// Bumped by every accepted signal.
     pub gen: u32,
@@ -364,6 +369,7 @@ pub struct AckDecision {
 
 /// What `init` decided.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct InitDecision {
     /// cwnd and ssthresh to set, segments (no exponential probe from a
     /// small window: additive increase from about line rate).

@@ -93,6 +93,7 @@ pub enum Kind {
 /// (`::ffff:a.b.c.d`, RFC 4291 2.5.5.2), as the kernel's dual-stack sockets
 /// keep it. A tuple whose two addresses are both mapped is an IPv4 flow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[repr(C)] // also the C ABI's `struct hpcc_tuple` (include/hpcc_ffi.h)
 pub struct Tuple {
     /// Source address.
     pub saddr: [u8; 16],

@@ -15,11 +15,15 @@
 //!   [`hpcc_flow_probe_due`], [`hpcc_flow_probe_sent`],
 //!   [`hpcc_flow_pacing_rate`], [`hpcc_flow_free`];
 //! * the SFC cell the signal path writes and the next ACK reads
-//!   ([`HpccSfcState`], an argument of [`hpcc_sock_on_ack`]);
+//!   ([`SfcState`], an argument of [`hpcc_sock_on_ack`]);
 //! * the receiver's side: the flow count ([`hpcc_rcvcount_new`],
 //!   [`hpcc_rcvcount_insert`], [`hpcc_rcvcount_count_with`]) and the
 //!   packets ([`hpcc_build_probe`], [`hpcc_classify`],
 //!   [`hpcc_build_response`]).
+//!
+//! The core's own records are the ABI's where they are plain data
+//! (`Conn`, `RateSample`, `SfcState`, `InitDecision`, `Tuple`,
+//! `TraceSample`: `repr(C)`); the others have a C form here.
 //!
 //! Handles (`hpcc_knobs`, `hpcc_flow`, `hpcc_rcvcount`) are boxed by this
 //! library and freed by it; `SockCtl` is plain data the caller keeps in an
@@ -43,66 +47,6 @@ pub const MAX_PACKET_LEN: usize = probe::MAX_PACKET_LEN;
 /// The INT stack area of a probe, bytes (`HPCC_FFI_INT_LEN`).
 pub const INT_LEN: usize = probe::INT_LEN;
 
-/// `struct hpcc_conn`: [`Conn`], what the connection shows at a hook.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HpccConn {
-    pub now_ns: u64,
-    pub max_pacing_rate: u64,
-    pub mss: u32,
-    pub cwnd: u32,
-    pub ssthresh: u32,
-    pub srtt_us: u32,
-    pub min_rtt_us: u32,
-    pub packets_out: u32,
-    pub in_flight: u32,
-    pub snd_nxt: u32,
-    pub in_reduction: u8,
-    pub cwnd_limited: u8,
-}
-
-impl From<&HpccConn> for Conn {
-    fn from(c: &HpccConn) -> Self {
-        Conn {
-            now_ns: c.now_ns,
-            mss: c.mss,
-            cwnd: c.cwnd,
-            ssthresh: c.ssthresh,
-            srtt_us: c.srtt_us,
-            min_rtt_us: c.min_rtt_us,
-            packets_out: c.packets_out,
-            in_flight: c.in_flight,
-            snd_nxt: c.snd_nxt,
-            in_reduction: c.in_reduction != 0,
-            cwnd_limited: c.cwnd_limited != 0,
-            max_pacing_rate: c.max_pacing_rate,
-        }
-    }
-}
-
-/// `struct hpcc_rate_sample`: [`RateSample`].
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HpccRateSample {
-    pub interval_us: u64,
-    pub delivered: u32,
-    pub prior_in_flight: u32,
-    pub acked_sacked: u32,
-    pub app_limited: u8,
-}
-
-impl From<&HpccRateSample> for RateSample {
-    fn from(r: &HpccRateSample) -> Self {
-        RateSample {
-            delivered: r.delivered,
-            interval_us: r.interval_us,
-            prior_in_flight: r.prior_in_flight,
-            acked_sacked: r.acked_sacked,
-            app_limited: r.app_limited != 0,
-        }
-    }
-}
-
 /// `struct hpcc_response`: [`Response`], the flow's newest response whose
 /// nonce the caller checked; `int_stack` holds `int_len` bytes.
 #[repr(C)]
@@ -112,38 +56,6 @@ pub struct HpccResponse {
     pub int_stack: *const u8,
     pub int_len: usize,
     pub snd_nxt: u32,
-}
-
-/// `struct hpcc_sfc_state`: [`SfcState`], the flow's SFC cell.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HpccSfcState {
-    pub gap_ns: u64,
-    pub gen: u32,
-    pub qlen: u32,
-    pub speed: u8,
-}
-
-impl From<&HpccSfcState> for SfcState {
-    fn from(s: &HpccSfcState) -> Self {
-        SfcState { gen: s.gen, qlen: s.qlen, speed: s.speed, gap_ns: s.gap_ns }
-    }
-}
-
-/// `struct hpcc_init_decision`: [`InitDecision`].
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HpccInitDecision {
-    pub pacing_rate: u64,
-    pub cwnd: u32,
-    pub ssthresh: u32,
-    pub pacing_shift: u8,
-}
-
-impl From<InitDecision> for HpccInitDecision {
-    fn from(d: InitDecision) -> Self {
-        HpccInitDecision { pacing_rate: d.pacing_rate, cwnd: d.cwnd, ssthresh: d.ssthresh, pacing_shift: d.pacing_shift }
-    }
 }
 
 /// `struct hpcc_ack_decision`: [`AckDecision`]. `notes` has bit `1 << n`
@@ -188,36 +100,13 @@ pub struct HpccSock {
     pub ctl: SockCtl,
 }
 
-/// `struct hpcc_tuple`: [`Tuple`] (addresses IPv6 or IPv4-mapped, network
-/// order; ports host order), sender to receiver.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HpccTuple {
-    pub saddr: [u8; 16],
-    pub daddr: [u8; 16],
-    pub sport: u16,
-    pub dport: u16,
-}
-
-impl From<&HpccTuple> for Tuple {
-    fn from(t: &HpccTuple) -> Self {
-        Tuple { saddr: t.saddr, daddr: t.daddr, sport: t.sport, dport: t.dport }
-    }
-}
-
-impl From<&Tuple> for HpccTuple {
-    fn from(t: &Tuple) -> Self {
-        HpccTuple { saddr: t.saddr, daddr: t.daddr, sport: t.sport, dport: t.dport }
-    }
-}
-
 /// `struct hpcc_packet`: a classified probe or response
 /// ([`hpcc_classify`]); `kind` 0 probe, 1 response; `int_stack` the INT
 /// area the packet carries.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct HpccPacket {
-    pub tuple: HpccTuple,
+    pub tuple: Tuple,
     pub nonce: u32,
     pub snd_nxt: u32,
     pub kind: u8,
@@ -323,10 +212,10 @@ pub unsafe extern "C" fn hpcc_knobs_free(k: *mut Knobs) {
 #[no_mangle]
 pub unsafe extern "C" fn hpcc_sock_init(
     k: *const Knobs,
-    c: *const HpccConn,
+    c: *const Conn,
     has_sent_data: c_int,
     s: *mut HpccSock,
-    out: *mut HpccInitDecision,
+    out: *mut InitDecision,
 ) {
     // SAFETY: caller contract.
     let (Some(k), Some(c), Some(s), Some(out)) = (unsafe { get(k) }, unsafe { get(c) }, unsafe { get_mut(s) }, unsafe {
@@ -334,9 +223,9 @@ pub unsafe extern "C" fn hpcc_sock_init(
     }) else {
         return;
     };
-    let (ctl, d) = SockCtl::init(k, &c.into(), has_sent_data != 0);
+    let (ctl, d) = SockCtl::init(k, c, has_sent_data != 0);
     s.ctl = ctl;
-    *out = d.into();
+    *out = d;
 }
 
 /// On an ACK of a connection without flow state: whether to create it now
@@ -346,10 +235,10 @@ pub unsafe extern "C" fn hpcc_sock_init(
 ///
 /// As [`hpcc_sock_init`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_sock_wants_flow_on_ack(s: *const HpccSock, k: *const Knobs, c: *const HpccConn) -> c_int {
+pub unsafe extern "C" fn hpcc_sock_wants_flow_on_ack(s: *const HpccSock, k: *const Knobs, c: *const Conn) -> c_int {
     // SAFETY: caller contract.
     let (Some(s), Some(k), Some(c)) = (unsafe { get(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
-    c_int::from(s.ctl.wants_flow_on_ack(k, &c.into()))
+    c_int::from(s.ctl.wants_flow_on_ack(k, c))
 }
 
 /// At a transmit start of a connection without flow state: whether to
@@ -359,10 +248,10 @@ pub unsafe extern "C" fn hpcc_sock_wants_flow_on_ack(s: *const HpccSock, k: *con
 ///
 /// As [`hpcc_sock_init`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_sock_wants_flow_on_tx_start(s: *const HpccSock, k: *const Knobs, c: *const HpccConn) -> c_int {
+pub unsafe extern "C" fn hpcc_sock_wants_flow_on_tx_start(s: *const HpccSock, k: *const Knobs, c: *const Conn) -> c_int {
     // SAFETY: caller contract.
     let (Some(s), Some(k), Some(c)) = (unsafe { get(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
-    c_int::from(s.ctl.wants_flow_on_tx_start(k, &c.into()))
+    c_int::from(s.ctl.wants_flow_on_tx_start(k, c))
 }
 
 /// Creating the flow's state failed at `now_ns` (the fallback runs).
@@ -384,10 +273,10 @@ pub unsafe extern "C" fn hpcc_sock_flow_refused(s: *mut HpccSock, now_ns: u64) {
 ///
 /// As [`hpcc_sock_init`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_sock_ssthresh(s: *mut HpccSock, k: *const Knobs, c: *const HpccConn) -> u32 {
+pub unsafe extern "C" fn hpcc_sock_ssthresh(s: *mut HpccSock, k: *const Knobs, c: *const Conn) -> u32 {
     // SAFETY: caller contract.
     let (Some(s), Some(k), Some(c)) = (unsafe { get_mut(s) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
-    s.ctl.ssthresh(k, &c.into())
+    s.ctl.ssthresh(k, c)
 }
 
 /// `undo_cwnd`: the window to restore, segments.
@@ -414,11 +303,11 @@ pub unsafe extern "C" fn hpcc_sock_undo_cwnd(s: *const HpccSock, cwnd: u32) -> u
 pub unsafe extern "C" fn hpcc_sock_on_ack(
     s: *mut HpccSock,
     k: *const Knobs,
-    c: *const HpccConn,
-    rs: *const HpccRateSample,
+    c: *const Conn,
+    rs: *const RateSample,
     f: *mut FlowCtl,
     r: *const HpccResponse,
-    sfc: *const HpccSfcState,
+    sfc: *const SfcState,
     out: *mut HpccAckDecision,
 ) {
     // SAFETY: caller contract.
@@ -428,9 +317,9 @@ pub unsafe extern "C" fn hpcc_sock_on_ack(
         return;
     };
     // SAFETY: caller contract.
-    let rs = unsafe { get(rs) }.map(RateSample::from);
+    let rs = unsafe { get(rs) };
     // SAFETY: caller contract.
-    let sfc = unsafe { get(sfc) }.map(SfcState::from).unwrap_or_default();
+    let sfc = unsafe { get(sfc) }.copied().unwrap_or_default();
     // SAFETY: caller contract.
     let resp = unsafe { get(r) }.map(|r| {
         let int = if r.int_stack.is_null() {
@@ -443,7 +332,7 @@ pub unsafe extern "C" fn hpcc_sock_on_ack(
     });
     // SAFETY: caller contract.
     let flow = unsafe { get_mut(f) }.map(|f| (f, resp.as_ref(), &sfc));
-    *out = s.ctl.on_ack(k, &c.into(), rs.as_ref(), flow).into();
+    *out = s.ctl.on_ack(k, c, rs, flow).into();
 }
 
 // ---- the flow's controller ----------------------------------------------
@@ -455,10 +344,10 @@ pub unsafe extern "C" fn hpcc_sock_on_ack(
 ///
 /// `k` null or from [`hpcc_knobs_new`]; `c` null or valid.
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_flow_new(k: *const Knobs, c: *const HpccConn) -> *mut FlowCtl {
+pub unsafe extern "C" fn hpcc_flow_new(k: *const Knobs, c: *const Conn) -> *mut FlowCtl {
     // SAFETY: caller contract.
     let (Some(k), Some(c)) = (unsafe { get(k) }, unsafe { get(c) }) else { return core::ptr::null_mut() };
-    FlowCtl::new(k, &c.into()).map_or(core::ptr::null_mut(), |f| Box::into_raw(Box::new(f)))
+    FlowCtl::new(k, c).map_or(core::ptr::null_mut(), |f| Box::into_raw(Box::new(f)))
 }
 
 /// At a transmit start: whether to send a probe ahead of the data.
@@ -468,10 +357,10 @@ pub unsafe extern "C" fn hpcc_flow_new(k: *const Knobs, c: *const HpccConn) -> *
 /// `f` null or from [`hpcc_flow_new`]; `k` null or from
 /// [`hpcc_knobs_new`]; `c` null or valid.
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_flow_probe_at_tx_start(f: *const FlowCtl, k: *const Knobs, c: *const HpccConn) -> c_int {
+pub unsafe extern "C" fn hpcc_flow_probe_at_tx_start(f: *const FlowCtl, k: *const Knobs, c: *const Conn) -> c_int {
     // SAFETY: caller contract.
     let (Some(f), Some(k), Some(c)) = (unsafe { get(f) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
-    c_int::from(f.probe_at_tx_start(k, &c.into()))
+    c_int::from(f.probe_at_tx_start(k, c))
 }
 
 /// Whether a probe is due now.
@@ -480,10 +369,10 @@ pub unsafe extern "C" fn hpcc_flow_probe_at_tx_start(f: *const FlowCtl, k: *cons
 ///
 /// As [`hpcc_flow_probe_at_tx_start`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_flow_probe_due(f: *const FlowCtl, k: *const Knobs, c: *const HpccConn) -> c_int {
+pub unsafe extern "C" fn hpcc_flow_probe_due(f: *const FlowCtl, k: *const Knobs, c: *const Conn) -> c_int {
     // SAFETY: caller contract.
     let (Some(f), Some(k), Some(c)) = (unsafe { get(f) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
-    c_int::from(f.probe_due(k, &c.into()))
+    c_int::from(f.probe_due(k, c))
 }
 
 /// A probe left at `now_ns`: its sequence number (the nonce slot).
@@ -577,12 +466,12 @@ pub unsafe extern "C" fn hpcc_rcvcount_free(r: *mut FlowCount) {
 ///
 /// `out` null or `HPCC_FFI_MAX_PACKET_LEN` writable bytes; `t` null or valid.
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_build_probe(out: *mut u8, t: *const HpccTuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
+pub unsafe extern "C" fn hpcc_build_probe(out: *mut u8, t: *const Tuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
     // SAFETY: caller contract.
     let (Some(out), Some(t)) = (unsafe { get_mut(out.cast::<[u8; MAX_PACKET_LEN]>()) }, unsafe { get(t) }) else {
         return 0;
     };
-    probe::build_probe(out, &t.into(), dscp, nonce, snd_nxt)
+    probe::build_probe(out, t, dscp, nonce, snd_nxt)
 }
 
 /// Classifies the `len` bytes at `buf` (from the IP header on) as the
@@ -616,7 +505,7 @@ pub unsafe extern "C" fn hpcc_classify(
             let mut int = [0u8; INT_LEN];
             int.iter_mut().zip(p.int).for_each(|(d, s)| *d = *s);
             *out = HpccPacket {
-                tuple: (&p.tuple).into(),
+                tuple: p.tuple,
                 nonce: p.nonce,
                 snd_nxt: p.snd_nxt,
                 kind: u8::from(p.kind == Kind::Response),
@@ -646,7 +535,7 @@ pub unsafe extern "C" fn hpcc_build_response(out: *mut u8, p: *const HpccPacket,
     }
     let pkt = probe::Packet {
         kind: Kind::Probe,
-        tuple: (&p.tuple).into(),
+        tuple: p.tuple,
         nonce: p.nonce,
         snd_nxt: p.snd_nxt,
         int: &p.int_stack,

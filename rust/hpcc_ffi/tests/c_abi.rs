@@ -37,16 +37,16 @@ macro_rules! layout {
 #[test]
 fn header_layout_is_the_librarys() {
     let mut c = String::from("#include <stddef.h>\n#include <hpcc_ffi.h>\n");
-    layout!(c, "hpcc_conn", HpccConn { now_ns, max_pacing_rate, mss, cwnd, ssthresh, srtt_us, min_rtt_us,
+    layout!(c, "hpcc_conn", Conn { now_ns, max_pacing_rate, mss, cwnd, ssthresh, srtt_us, min_rtt_us,
         packets_out, in_flight, snd_nxt, in_reduction, cwnd_limited });
-    layout!(c, "hpcc_rate_sample", HpccRateSample { interval_us, delivered, prior_in_flight, acked_sacked, app_limited });
+    layout!(c, "hpcc_rate_sample", RateSample { interval_us, delivered, prior_in_flight, acked_sacked, app_limited });
     layout!(c, "hpcc_response", HpccResponse { rx_ns, int_stack, int_len, snd_nxt });
-    layout!(c, "hpcc_sfc_state", HpccSfcState { gap_ns, gen, qlen, speed });
-    layout!(c, "hpcc_init_decision", HpccInitDecision { pacing_rate, cwnd, ssthresh, pacing_shift });
+    layout!(c, "hpcc_sfc_state", SfcState { gap_ns, gen, qlen, speed });
+    layout!(c, "hpcc_init_decision", hpcc_core::control::InitDecision { pacing_rate, cwnd, ssthresh, pacing_shift });
     layout!(c, "hpcc_ack_decision", HpccAckDecision { pacing_rate, cwnd, tso_segs, notes, pacing_shift, probe,
         take_pause, has_trace, trace });
     layout!(c, "hpcc_sock", HpccSock {});
-    layout!(c, "hpcc_tuple", HpccTuple { saddr, daddr, sport, dport });
+    layout!(c, "hpcc_tuple", hpcc_core::probe::Tuple { saddr, daddr, sport, dport });
     layout!(c, "hpcc_packet", HpccPacket { tuple, nonce, snd_nxt, kind, int_stack });
     layout!(c, "hpcc_sample", TraceSample { event, hop, n_hops, inc_stage, u_ppm, sample_u_ppm, qlen, window, wc,
         cwnd, inflight, srtt_us, base_rtt_us, pacing_rate, path_rate });

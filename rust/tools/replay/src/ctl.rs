@@ -185,19 +185,6 @@ struct Sock<C: Controller> {
     flow: Option<C::Flow>,
 }
 
-/// What an ACK decided, as the replay compares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ack {
-    pub cwnd: u32,
-    pub pacing_rate: u64,
-    pub pacing_shift: u8,
-    pub tso_segs: u16,
-    pub probe: bool,
-    pub take_pause: bool,
-    /// Telemetry set the window (`Note::HpccAck`).
-    pub hpcc: bool,
-}
-
 /// The controller a replay drives: the core called directly ([`Core`]),
 /// or the core through its C ABI ([`Ffi`], `rust/hpcc_ffi`, what ns-3
 /// calls).
@@ -218,7 +205,7 @@ pub trait Controller {
         c: &Conn,
         rs: Option<&RateSample>,
         flow: Option<(&mut Self::Flow, Option<&Response<'_>>, &SfcState)>,
-    ) -> Ack;
+    ) -> ffi::HpccAckDecision;
 }
 
 /// The core, called directly.
@@ -257,17 +244,8 @@ impl Controller for Core {
         c: &Conn,
         rs: Option<&RateSample>,
         flow: Option<(&mut FlowCtl, Option<&Response<'_>>, &SfcState)>,
-    ) -> Ack {
-        let d = s.on_ack(&self.0, c, rs, flow);
-        Ack {
-            cwnd: d.cwnd,
-            pacing_rate: d.pacing_rate,
-            pacing_shift: d.pacing_shift,
-            tso_segs: d.tso_segs,
-            probe: d.probe,
-            take_pause: d.take_pause,
-            hpcc: d.notes.has(Note::HpccAck),
-        }
+    ) -> ffi::HpccAckDecision {
+        s.on_ack(&self.0, c, rs, flow).into()
     }
 }
 
@@ -311,24 +289,6 @@ impl Drop for Ffi {
     }
 }
 
-/// A [`Conn`] as the C ABI's record.
-fn conn(c: &Conn) -> ffi::HpccConn {
-    ffi::HpccConn {
-        now_ns: c.now_ns,
-        max_pacing_rate: c.max_pacing_rate,
-        mss: c.mss,
-        cwnd: c.cwnd,
-        ssthresh: c.ssthresh,
-        srtt_us: c.srtt_us,
-        min_rtt_us: c.min_rtt_us,
-        packets_out: c.packets_out,
-        in_flight: c.in_flight,
-        snd_nxt: c.snd_nxt,
-        in_reduction: u8::from(c.in_reduction),
-        cwnd_limited: u8::from(c.cwnd_limited),
-    }
-}
-
 // SAFETY (every call below): the handles are ours (from the ABI's
 // constructors, alive while `self` and the flow are), the records are
 // locals or the caller's references, and the response's bytes outlive the
@@ -337,18 +297,18 @@ impl Controller for Ffi {
     type Sock = ffi::HpccSock;
     type Flow = FfiFlow;
     fn init(&self, c: &Conn, has_sent_data: bool) -> (ffi::HpccSock, InitDecision) {
-        let (mut s, mut d) = (ffi::HpccSock::default(), ffi::HpccInitDecision::default());
+        let (mut s, mut d) = (ffi::HpccSock::default(), InitDecision::default());
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_sock_init(self.knobs, &conn(c), c_int(has_sent_data), &mut s, &mut d) };
-        (s, InitDecision { cwnd: d.cwnd, ssthresh: d.ssthresh, pacing_shift: d.pacing_shift, pacing_rate: d.pacing_rate })
+        unsafe { ffi::hpcc_sock_init(self.knobs, c, c_int(has_sent_data), &mut s, &mut d) };
+        (s, d)
     }
     fn wants_flow_on_ack(&self, s: &ffi::HpccSock, c: &Conn) -> bool {
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_sock_wants_flow_on_ack(s, self.knobs, &conn(c)) != 0 }
+        unsafe { ffi::hpcc_sock_wants_flow_on_ack(s, self.knobs, c) != 0 }
     }
     fn wants_flow_on_tx_start(&self, s: &ffi::HpccSock, c: &Conn) -> bool {
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_sock_wants_flow_on_tx_start(s, self.knobs, &conn(c)) != 0 }
+        unsafe { ffi::hpcc_sock_wants_flow_on_tx_start(s, self.knobs, c) != 0 }
     }
     fn flow_refused(&self, s: &mut ffi::HpccSock, now_ns: u64) {
         // SAFETY: see the impl.
@@ -356,16 +316,16 @@ impl Controller for Ffi {
     }
     fn ssthresh(&self, s: &mut ffi::HpccSock, c: &Conn) -> u32 {
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_sock_ssthresh(s, self.knobs, &conn(c)) }
+        unsafe { ffi::hpcc_sock_ssthresh(s, self.knobs, c) }
     }
     fn flow_new(&self, c: &Conn) -> Option<FfiFlow> {
         // SAFETY: see the impl.
-        let f = unsafe { ffi::hpcc_flow_new(self.knobs, &conn(c)) };
+        let f = unsafe { ffi::hpcc_flow_new(self.knobs, c) };
         (!f.is_null()).then_some(FfiFlow(f))
     }
     fn probe_at_tx_start(&self, f: &FfiFlow, c: &Conn) -> bool {
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_flow_probe_at_tx_start(f.0, self.knobs, &conn(c)) != 0 }
+        unsafe { ffi::hpcc_flow_probe_at_tx_start(f.0, self.knobs, c) != 0 }
     }
     fn probe_sent(&self, f: &mut FfiFlow, now_ns: u64) {
         // SAFETY: see the impl.
@@ -377,37 +337,22 @@ impl Controller for Ffi {
         c: &Conn,
         rs: Option<&RateSample>,
         flow: Option<(&mut FfiFlow, Option<&Response<'_>>, &SfcState)>,
-    ) -> Ack {
-        let rs = rs.map(|r| ffi::HpccRateSample {
-            interval_us: r.interval_us,
-            delivered: r.delivered,
-            prior_in_flight: r.prior_in_flight,
-            acked_sacked: r.acked_sacked,
-            app_limited: u8::from(r.app_limited),
-        });
+    ) -> ffi::HpccAckDecision {
         let (f, resp, sfc) = match flow {
-            Some((f, r, sfc)) => (f.0, r, Some(ffi::HpccSfcState { gap_ns: sfc.gap_ns, gen: sfc.gen, qlen: sfc.qlen, speed: sfc.speed })),
+            Some((f, r, sfc)) => (f.0, r, Some(sfc)),
             None => (core::ptr::null_mut(), None, None),
         };
         let resp = resp.map(|r| ffi::HpccResponse { rx_ns: r.rx_ns, int_stack: r.int.as_ptr(), int_len: r.int.len(), snd_nxt: r.snd_nxt });
         let mut d = ffi::HpccAckDecision::default();
         // SAFETY: see the impl.
-        unsafe { ffi::hpcc_sock_on_ack(s, self.knobs, &conn(c), ptr(&rs), f, ptr(&resp), ptr(&sfc), &mut d) };
-        Ack {
-            cwnd: d.cwnd,
-            pacing_rate: d.pacing_rate,
-            pacing_shift: d.pacing_shift,
-            tso_segs: d.tso_segs,
-            probe: d.probe != 0,
-            take_pause: d.take_pause != 0,
-            hpcc: d.notes & (1 << Note::HpccAck as u8) != 0,
-        }
+        unsafe { ffi::hpcc_sock_on_ack(s, self.knobs, c, ptr(rs), f, ptr(resp.as_ref()), ptr(sfc), &mut d) };
+        d
     }
 }
 
 /// A record's address for the C ABI, or null.
-fn ptr<T>(o: &Option<T>) -> *const T {
-    o.as_ref().map_or(core::ptr::null(), |v| v as *const T)
+fn ptr<T>(o: Option<&T>) -> *const T {
+    o.map_or(core::ptr::null(), |v| v as *const T)
 }
 
 /// A C `int` of a flag.
@@ -536,16 +481,17 @@ impl<C: Controller> Replay<C> {
         let s = self.socks.get_mut(&r.key).expect("flow_step found it");
         let flow = s.flow.as_mut().map(|f| (f, resp.as_ref(), &r.sfc));
         let d = self.ctl.on_ack(&mut s.ctl, &r.conn, rs.as_ref(), flow);
-        if d.probe && r.has(flag::PROBED) {
+        let probe = d.probe != 0;
+        if probe && r.has(flag::PROBED) {
             if let Some(f) = s.flow.as_mut() {
                 self.ctl.probe_sent(f, r.conn.now_ns);
             }
             self.summary.probes += 1;
         }
-        if d.hpcc {
+        if d.notes & (1 << Note::HpccAck as u8) != 0 {
             self.summary.telemetry_acks += 1;
         }
-        let got = (d.cwnd, d.pacing_rate, d.pacing_shift, d.probe, d.take_pause);
+        let got = (d.cwnd, d.pacing_rate, d.pacing_shift, probe, d.take_pause != 0);
         let want = (r.out_cwnd, r.out_pacing, r.out_pacing_shift, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
         if got != want {
             self.mismatch(r, format!("ack (cwnd, pacing, shift, probe, pause): replay {got:?}, module {want:?}"));
