@@ -14,6 +14,10 @@
         a late joiner's convergence from the bottleneck's packet log
         (`intsw.py log` lines: t_ns backlog sport wire dropped): see join()
 
+  benchstat.py scenario OUT ALGO N TOPO RATE_MBIT RTT_US BDP SECS NSENDERS
+                        BEFORE AFTER MOVED T_START T_FIRST T_ALL
+        one bench_scenario run's JSON line from its files: see scenario()
+
 Percentiles are nearest-rank (numpy's "inverted_cdf": the smallest value
 with at least a fraction p of the values at or below it).
 """
@@ -116,6 +120,73 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
             "q_p50_bdp": round(pct(backlog, 0.5) / bdp, 4) if backlog else None}
 
 
+def scenario(out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, t_start, t_first, t_all):
+    """One bench_scenario run's JSON line (bench_lib.sh) from its files
+    OUT.flowI.json, OUT.port.json, OUT.samples, OUT.queue-steady.json,
+    OUT.arrivals.json, OUT.trace (and OUT.port-a.json for parallel), the
+    module's counters BEFORE and AFTER (JSON) and the route MOVED
+    (`"stamped_a_at_move": N` or empty)."""
+    import os
+    import subprocess
+    intsw = os.path.join(os.path.dirname(os.path.abspath(__file__)), "intsw.py")
+    rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
+    flows = []
+    for i in range(nsnd):
+        try:
+            flows.append(json.load(open(f"{out}.flow{i}.json")))
+        except Exception:
+            flows.append({"bytes": 0, "secs": secs, "mbps": 0.0})
+    mbps = [f["mbps"] for f in flows]
+    jain = (sum(mbps) ** 2 / (len(mbps) * sum(m * m for m in mbps))) if any(mbps) else 0.0
+    port = json.load(open(f"{out}.port.json"))
+    u = subprocess.run([sys.executable, intsw, "util", f"{out}.samples", str(rate * 1000000), "1.0", "0.5"],
+                       capture_output=True, text=True).stdout.strip()
+    try:
+        util = json.loads(u)
+    except Exception:
+        util = None
+    b, a = json.loads(before), json.loads(after)
+    steady = json.load(open(f"{out}.queue-steady.json"))
+    # The port's first packet may be the topology's reachability check, much
+    # earlier: the reference is the last flow's connection.
+    start_ns = max(port.get("first_ns", 0), int(t_all))
+    late_after = start_ns + 10 * rtt * 1000
+    r = {
+        "algo": algo, "flows": int(n), "topo": topo, "rate_mbit": rate, "rtt_us": rtt,
+        "bdp_bytes": bdp, "secs": secs,
+        "util": util["util_fq"] if util else None,
+        "util_detail": util,
+        "goodput_mbps": round(sum(mbps), 2), "per_flow_mbps": mbps, "jain": round(jain, 4),
+        "q_p50_bytes": port["qlen_p50_bytes"], "q_p99_bytes": port["qlen_p99_bytes"],
+        "q_max_bytes": port["qlen_max_bytes"], "q_mean_bytes": port["qlen_mean_bytes"],
+        "drops": port["drops"],
+        "last_drop_after_start_ms": round((port["last_drop_ns"] - start_ns) / 1e6, 2) if port["drops"] else None,
+        "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
+        "flows_started_ms": [round((int(t_first) - int(t_start)) / 1e6, 1), round((int(t_all) - int(t_start)) / 1e6, 1)],
+        "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
+        "arrivals": json.load(open(f"{out}.arrivals.json")),
+        "q_steady_p50_bytes": steady["p50_bytes"] if steady else None,
+        "q_steady_p99_bytes": steady["p99_bytes"] if steady else None,
+        "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
+    }
+    # HPCC++'s operating point: U (the law's estimate of the bottleneck's
+    # normalized in-flight bytes, after each update) from the tracepoint, over
+    # the same steady part as the arrivals.
+    with open(f"{out}.trace") as f:
+        r.update(u_quartiles(f, int(t_all) + 500_000_000, int(t_first) + int(secs * 1e9)))
+    try:
+        r["eta"] = int(open("/sys/module/tcp_hpcc/parameters/eta_ppm").read()) / 1e6 if algo == "hpcc" else None
+    except OSError:
+        r["eta"] = None
+    if topo == "parallel":
+        pa = json.load(open(f"{out}.port-a.json"))
+        extra = json.loads("{" + moved + "}") if moved else {}
+        r["stamped_a_at_move"] = extra.get("stamped_a_at_move")
+        r["stamped_a_total"] = pa["probes_stamped"]
+        r["stamped_b_total"] = port["probes_stamped"]
+    return r
+
+
 def main(argv):
     if len(argv) == 4 and argv[0] == "u":
         with open(argv[1]) as f:
@@ -132,6 +203,8 @@ def main(argv):
             rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
         join_ns, end_ns, rtt_us, rate_mbit, n = (int(x) for x in argv[2:])
         print(json.dumps(join(rows, join_ns, end_ns, rtt_us * 1000, rate_mbit * 1_000_000, n)))
+    elif len(argv) == 16 and argv[0] == "scenario":
+        print(json.dumps(scenario(*argv[1:])))
     else:
         sys.exit(__doc__)
 

@@ -144,10 +144,36 @@ def t_join_counts_a_silent_joiner():
     return ok, f"flows {got['flows']}, jain_rtts {got['jain_rtts']}, max {max(got['jain'])}"
 
 
+def t_scenario_summarizes_a_run():
+    # Two flows' files as bench_scenario leaves them; no sampler output
+    # (util null) and no trace updates (U null).
+    d = tempfile.mkdtemp()
+    out = os.path.join(d, "bench-hpcc-2")
+    for i, mbps in enumerate((40.0, 50.0)):
+        json.dump({"bytes": 1, "secs": 10, "mbps": mbps}, open(f"{out}.flow{i}.json", "w"))
+    json.dump({"qlen_p50_bytes": 1000, "qlen_p99_bytes": 5000, "qlen_max_bytes": 9000, "qlen_mean_bytes": 1500,
+               "drops": 2, "last_drop_ns": 3_000_000_000, "first_ns": 1_000_000_000, "ce_marks": 0,
+               "probes_stamped": 77}, open(f"{out}.port.json", "w"))
+    json.dump({"p50_bytes": 800, "p99_bytes": 4000}, open(f"{out}.queue-steady.json", "w"))
+    json.dump({"p99_1ms": 1.1}, open(f"{out}.arrivals.json", "w"))
+    open(f"{out}.samples", "w").close()
+    open(f"{out}.trace", "w").close()
+    r = subprocess.run([sys.executable, os.path.join(HERE, "benchstat.py"), "scenario", out, "hpcc", "2", "single",
+                        "100", "2000", "25000", "10", "2", '{"a": 1}', '{"a": 4, "b": 2}', "",
+                        "1000000000", "1500000000", "2000000000"], capture_output=True, text=True)
+    got = json.loads(r.stdout) if r.returncode == 0 else {}
+    want = {"algo": "hpcc", "flows": 2, "goodput_mbps": 90.0, "jain": round(90 ** 2 / (2 * (40 ** 2 + 50 ** 2)), 4),
+            "q_p99_bytes": 5000, "q_steady_p99_bytes": 4000, "drops": 2, "drops_late": True,
+            "last_drop_after_start_ms": 1000.0, "flows_started_ms": [500.0, 1000.0], "hpcc": {"a": 3, "b": 2},
+            "util": None, "u_updates": 0}
+    bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    return not bad, f"rc {r.returncode} {r.stderr[-300:]} {bad}"
+
+
 TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_ideal_fct,
          t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file,
          t_join_converges_when_the_newcomer_gets_its_share, t_join_never_converges_when_the_newcomer_starves,
-         t_join_cli_reads_a_log, t_join_counts_a_silent_joiner]
+         t_join_cli_reads_a_log, t_join_counts_a_silent_joiner, t_scenario_summarizes_a_run]
 
 
 if __name__ == "__main__":

@@ -171,6 +171,38 @@ _bench_fq() {
 	done
 }
 
+# _bench_inject N SENDER_NS SENDER_ADDR: N forged responses toward the
+# sender's flow to port 5301, from the receiver's netns (0: none).
+_bench_inject() {
+	local n=$1 ns=$2 addr=$3 port= try
+	[ "$n" -gt 0 ] || return 0
+	sleep 1
+	# Under TCG the connection may take a moment: wait for it (5 s).
+	for try in $(seq 1 50); do
+		port=$(ip netns exec "$ns" ss -tnH state established dst 10.0.2.1:5301 |
+			awk '{ n = split($3, a, ":"); print a[n]; exit }')
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$n" \
+		--src 10.0.2.1 --dst "$addr" --sport 5301 --dport "${port:-1}" >/dev/null
+}
+
+# _bench_move_route STARTED_FILE SECS: moves the parallel topology's route
+# to path b half way through the flow, counted from its connection (not
+# from the sender's start: python's start-up under TCG takes seconds, and
+# the route must not move before the flow has run on path a). Sets the
+# caller's `moved` to `"stamped_a_at_move": N`, the probes path a had
+# stamped by then (not in a subshell: intsw_route sets INTSW_BOTTLENECK).
+_bench_move_route() {
+	local sa
+	_bench_wait_file "$1" "$2"
+	sleep "$(echo "$2 / 2" | bc -l)"
+	intsw_route b
+	sa=$(intsw_get ${HPCC_NS}-swa rcv probes_stamped)
+	moved="\"stamped_a_at_move\": $sa"
+}
+
 bench_scenario() {
 	local algo=$1 n=$2 topo=$3 secs=$4
 	shift 4
@@ -261,34 +293,9 @@ bench_scenario() {
 		) &
 		warm=$!
 	fi
-	local inject
-	inject=$(_bench_kv inject 0 "$@")
-	if [ "$inject" -gt 0 ]; then
-		# Forged responses toward sender 1's flow, from the receiver's netns.
-		sleep 1
-		local port= try
-		# Under TCG the connection may take a moment: wait for it (5 s).
-		for try in $(seq 1 50); do
-			port=$(ip netns exec "${senders[0]}" ss -tnH state established dst 10.0.2.1:5301 |
-				awk '{ n = split($3, a, ":"); print a[n]; exit }')
-			[ -n "$port" ] && break
-			sleep 0.1
-		done
-		ip netns exec ${HPCC_NS}-rcv "$BENCH_PY" "$BENCH_FLOW" inject all "$inject" \
-			--src 10.0.2.1 --dst "${src[0]}" --sport 5301 --dport "${port:-1}" >/dev/null
-	fi
+	_bench_inject "$(_bench_kv inject 0 "$@")" "${senders[0]}" "${src[0]}"
 	local moved=""
-	if [ "$topo" = parallel ]; then
-		# Half way through the flow: from its connection, not from the
-		# sender's start (python's start-up under TCG takes seconds, and
-		# the route must not move before the flow has run on path a).
-		_bench_wait_file "${started[0]}" "$secs"
-		sleep "$(echo "$secs / 2" | bc -l)"
-		local sa
-		intsw_route b
-		sa=$(intsw_get ${HPCC_NS}-swa rcv probes_stamped)
-		moved="\"stamped_a_at_move\": $sa"
-	fi
+	[ "$topo" != parallel ] || _bench_move_route "${started[0]}" "$secs"
 	for i in "${pids[@]}" "${srv[@]}" $warm; do wait "$i"; done
 	wait $sampler
 	if [ "$algo" = hpcc ]; then _bench_trace_stop "$out.trace"; else : >"$out.trace"; fi
@@ -320,69 +327,8 @@ bench_scenario() {
 		intsw_stats ${HPCC_NS}-swa rcv --json >"$out.port-a.json"
 	fi
 
-	"$BENCH_PY" - "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" "${#senders[@]}" \
-		"$before" "$after" "$moved" "$INTSW_DIR/intsw.py" "$t_start" "$t_first" "$t_all" <<'EOF'
-import json, os, subprocess, sys
-out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, intsw, t_start, t_first, t_all = sys.argv[1:]
-rate, rtt, bdp, secs, nsnd = int(rate), int(rtt), int(bdp), float(secs), int(nsnd)
-flows = []
-for i in range(nsnd):
-    try:
-        flows.append(json.load(open(f"{out}.flow{i}.json")))
-    except Exception:
-        flows.append({"bytes": 0, "secs": secs, "mbps": 0.0})
-mbps = [f["mbps"] for f in flows]
-jain = (sum(mbps) ** 2 / (len(mbps) * sum(m * m for m in mbps))) if any(mbps) else 0.0
-port = json.load(open(f"{out}.port.json"))
-u = subprocess.run([sys.executable, intsw, "util", f"{out}.samples", str(rate * 1000000), "1.0", "0.5"],
-                   capture_output=True, text=True).stdout.strip()
-try:
-    util = json.loads(u)
-except Exception:
-    util = None
-b, a = json.loads(before), json.loads(after)
-steady = json.load(open(f"{out}.queue-steady.json"))
-# The port's first packet may be the topology's reachability check, much
-# earlier: the reference is the last flow's connection.
-start_ns = max(port.get("first_ns", 0), int(t_all))
-late_after = start_ns + 10 * rtt * 1000
-r = {
-    "algo": algo, "flows": int(n), "topo": topo, "rate_mbit": rate, "rtt_us": rtt,
-    "bdp_bytes": bdp, "secs": secs,
-    "util": util["util_fq"] if util else None,
-    "util_detail": util,
-    "goodput_mbps": round(sum(mbps), 2), "per_flow_mbps": mbps, "jain": round(jain, 4),
-    "q_p50_bytes": port["qlen_p50_bytes"], "q_p99_bytes": port["qlen_p99_bytes"],
-    "q_max_bytes": port["qlen_max_bytes"], "q_mean_bytes": port["qlen_mean_bytes"],
-    "drops": port["drops"],
-    "last_drop_after_start_ms": round((port["last_drop_ns"] - start_ns) / 1e6, 2) if port["drops"] else None,
-    "drops_late": bool(port["drops"]) and port["last_drop_ns"] > late_after,
-    "flows_started_ms": [round((int(t_first) - int(t_start)) / 1e6, 1), round((int(t_all) - int(t_start)) / 1e6, 1)],
-    "ce_marks": port["ce_marks"], "probes_stamped": port["probes_stamped"],
-    "arrivals": json.load(open(f"{out}.arrivals.json")),
-    "q_steady_p50_bytes": steady["p50_bytes"] if steady else None,
-    "q_steady_p99_bytes": steady["p99_bytes"] if steady else None,
-    "hpcc": {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
-}
-# HPCC++'s operating point: U (the law's estimate of the bottleneck's
-# normalized in-flight bytes, after each update) from the tracepoint, over
-# the same steady part as the arrivals.
-sys.path.insert(0, os.path.dirname(intsw))
-import benchstat  # noqa: E402
-with open(f"{out}.trace") as f:
-    r.update(benchstat.u_quartiles(f, int(t_all) + 500_000_000, int(t_first) + int(secs * 1e9)))
-try:
-    r["eta"] = int(open("/sys/module/tcp_hpcc/parameters/eta_ppm").read()) / 1e6 if algo == "hpcc" else None
-except OSError:
-    r["eta"] = None
-if topo == "parallel":
-    pa = json.load(open(f"{out}.port-a.json"))
-    extra = json.loads("{" + moved + "}") if moved else {}
-    r["stamped_a_at_move"] = extra.get("stamped_a_at_move")
-    r["stamped_a_total"] = pa["probes_stamped"]
-    r["stamped_b_total"] = port["probes_stamped"]
-print(json.dumps(r))
-EOF
+	"$BENCH_PY" "$INTSW_DIR/benchstat.py" scenario "$out" "$algo" "$n" "$topo" "$rate" "$rtt" "$bdp" "$secs" \
+		"${#senders[@]}" "$before" "$after" "$moved" "$t_start" "$t_first" "$t_all"
 }
 
 # bench_join ALGO SECS [key=value ...]: incumbents=N flows (default 3) of
