@@ -7,7 +7,7 @@
  * struct here against the Rust layout, field by field, and drives every
  * function from C.
  *
- * Handles (struct hpcc_knobs, hpcc_flow, hpcc_rcvcount) are allocated and
+ * Handles (struct hpcc_knobs, hpcc_flow, hpcc_nonces, hpcc_rcvcount) are allocated and
  * freed by the library; struct hpcc_sock is the caller's (zeroed, then
  * hpcc_sock_init). A null pointer makes a call a no-op returning 0, or
  * -EINVAL where the function returns an error.
@@ -168,6 +168,21 @@ void hpcc_rcvcount_insert(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64
 uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns,
 				  uint32_t hash);
 void hpcc_rcvcount_free(struct hpcc_rcvcount *r);
+
+/* hpcc_nonces_accept's verdicts, hpcc_admit_int's refusals. */
+#define HPCC_FFI_NONCE_ACCEPTED 0
+#define HPCC_FFI_NONCE_BAD 1
+#define HPCC_FFI_NONCE_LATE 2
+#define HPCC_FFI_INT_TOO_MANY_HOPS 1
+#define HPCC_FFI_INT_BAD 2
+
+struct hpcc_nonces;
+struct hpcc_nonces *hpcc_nonces_new(void);
+void hpcc_nonces_record(const struct hpcc_nonces *r, uint32_t slot, uint32_t nonce, uint32_t snd_nxt,
+			uint64_t now_ns);
+int hpcc_nonces_accept(const struct hpcc_nonces *r, uint32_t nonce, uint32_t snd_nxt, uint64_t now_ns);
+void hpcc_nonces_free(struct hpcc_nonces *r);
+int hpcc_admit_int(const uint8_t *int_stack, size_t int_len, uint32_t max_hops);
 
 size_t hpcc_build_probe(uint8_t *out, const struct hpcc_tuple *t, uint8_t dscp, uint32_t nonce, uint32_t snd_nxt);
 int hpcc_classify(const uint8_t *buf, size_t len, uint8_t probe_dscp, uint8_t response_dscp,

@@ -32,12 +32,12 @@
 //! the packet I/O Rust cannot call (route and socket lookups, output).
 
 use crate::bindings;
-use crate::flow::{table, FlowObj, Mail, NonceCheck};
+use crate::flow::{table, FlowObj, Mail};
+use crate::hpcc_core::nonce;
 use crate::netns::NetRef;
 use crate::hpcc_core::probe::{self, Kind, Packet, ProbeError, Tuple, CANDIDATE_LEN, MAX_PACKET_LEN};
 use crate::hpcc_core::sfc;
 use crate::sfc_rx;
-use crate::hpcc_core::wire::{self, WireError};
 use crate::modparam;
 use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
@@ -193,19 +193,13 @@ fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     });
 }
 
-/// A response older than this (since its probe left) is counted late and
-/// ignored. Any RTT below it works: samples are unwrapped against each
-/// other (at most `probe::MAX_INTERVAL_NS` apart), not against the probe.
-const MAX_RESPONSE_AGE_NS: u64 = 1_000_000_000;
-
 /// Sender: validates a response and hands it to its flow.
 fn on_response(net: NetRef<'_>, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ResponsesReceived);
-    match wire::parse(p.int) {
-        Err(WireError::TooManyHops) => return inc(net, Counter::ResponsesTooManyHops),
-        Err(_) => return inc(net, Counter::ResponsesBadInt),
-        Ok(s) if u32::from(s.n_hops) > modparam::knobs().max_hops => return inc(net, Counter::ResponsesTooManyHops),
-        Ok(_) => {}
+    match probe::admit_int(p.int, modparam::knobs().max_hops) {
+        Err(probe::IntReject::TooManyHops) => return inc(net, Counter::ResponsesTooManyHops),
+        Err(probe::IntReject::Bad) => return inc(net, Counter::ResponsesBadInt),
+        Ok(()) => {}
     }
     let mut mail = Mail {
         rx_ns: now,
@@ -219,10 +213,10 @@ fn on_response(net: NetRef<'_>, p: &Packet<'_>, now: u64) {
     let key = p.tuple.reversed();
     // SAFETY: netfilter runs hooks under rcu_read_lock(), held until we return.
     let found = unsafe {
-        table::with_flow(net, &key, |flow: &FlowObj| match flow.nonces.check(p.nonce, p.snd_nxt, now) {
-            NonceCheck::Unknown => inc(net, Counter::ResponsesBadNonce),
-            NonceCheck::Fresh { age_ns } if age_ns > MAX_RESPONSE_AGE_NS => inc(net, Counter::ResponsesLate),
-            NonceCheck::Fresh { .. } => {
+        table::with_flow(net, &key, |flow: &FlowObj| match flow.nonces.accept(p.nonce, p.snd_nxt, now) {
+            nonce::Verdict::BadNonce => inc(net, Counter::ResponsesBadNonce),
+            nonce::Verdict::Late => inc(net, Counter::ResponsesLate),
+            nonce::Verdict::Accepted => {
                 if flow.mailbox.put(&mail) {
                     inc(net, Counter::ResponsesAccepted)
                 } else {

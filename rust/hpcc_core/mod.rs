@@ -21,6 +21,8 @@
 //! * [`fixed`]: fixed-point formats, documented error bounds, and the
 //!   64-bit-only 128/64 division.
 //! * [`probe`]: probe and response packets that carry the INT stack.
+//! * [`nonce`]: which responses a sender accepts (outstanding probes,
+//!   nonce and age).
 //! * [`control`]: the controller: every per-ACK decision of a connection
 //!   (cwnd, pacing, probes, telemetry freshness, the fallback) from plain
 //!   integers; the kernel glue only converts and applies.
@@ -62,6 +64,7 @@ pub mod flowhash;
 pub mod guard;
 pub mod knobs;
 pub mod law;
+pub mod nonce;
 pub mod params;
 pub mod probe;
 pub mod rcvcount;

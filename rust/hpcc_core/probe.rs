@@ -455,6 +455,28 @@ fn build(out: &mut [u8; MAX_PACKET_LEN], kind: Kind, t: &Tuple, dscp: u8, nonce:
     len
 }
 
+/// Why a sender refuses a response's INT stack (before it looks up the
+/// flow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntReject {
+    /// More hops than the wire carries or than `max_hops` allows.
+    TooManyHops,
+    /// The stack does not parse.
+    Bad,
+}
+
+/// A response's INT stack as a sender accepts it: one that parses, with at
+/// most `max_hops` hops (the knob; the wire carries at most
+/// `wire::MAX_HOPS`).
+pub fn admit_int(int: &[u8], max_hops: u32) -> Result<(), IntReject> {
+    match wire::parse(int) {
+        Err(wire::WireError::TooManyHops) => Err(IntReject::TooManyHops),
+        Err(_) => Err(IntReject::Bad),
+        Ok(s) if u32::from(s.n_hops) > max_hops => Err(IntReject::TooManyHops),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// A fresh probe for the flow `t` (sender to receiver) with an empty INT
 /// stack, at the start of `out`; returns its length.
 pub fn build_probe(out: &mut [u8; MAX_PACKET_LEN], t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
@@ -497,6 +519,20 @@ mod tests {
         let mut b = [0; MAX_PACKET_LEN];
         assert_eq!(build_probe(&mut b, &T6, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345), PACKET6_LEN);
         b
+    }
+
+    #[test]
+    fn a_response_int_stack_is_admitted_by_its_hops() {
+        let mut int = [0u8; INT_LEN];
+        let mut hops = [wire::RawHop::default(); wire::MAX_HOPS];
+        hops[0] = wire::RawHop { rate: 8, ts: 1, tx: 2, qlen: 3 };
+        hops[1] = hops[0];
+        wire::encode(&wire::IntStack { n_hops: 2, path_id: 5, hops }, &mut int).unwrap();
+        assert_eq!(admit_int(&int, 2), Ok(()));
+        assert_eq!(admit_int(&int, 1), Err(IntReject::TooManyHops), "above the max_hops knob");
+        int[0] = 0xf0; // nHop 15: more than the wire carries
+        assert_eq!(admit_int(&int, 8), Err(IntReject::TooManyHops));
+        assert_eq!(admit_int(&int[..2], 8), Err(IntReject::Bad), "truncated");
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //! * the flow's (`FlowCtl`): [`hpcc_flow_new`], [`hpcc_flow_probe_at_tx_start`],
 //!   [`hpcc_flow_probe_due`], [`hpcc_flow_probe_sent`],
 //!   [`hpcc_flow_pacing_rate`], [`hpcc_flow_free`];
+//! * which responses the sender accepts: [`hpcc_nonces_new`],
+//!   [`hpcc_nonces_record`], [`hpcc_nonces_accept`], [`hpcc_nonces_free`]
+//!   (a flow's outstanding probes) and [`hpcc_admit_int`];
 //! * the SFC cell the signal path writes and the next ACK reads
 //!   ([`SfcState`], an argument of [`hpcc_sock_on_ack`]);
 //! * the receiver's side: the flow count ([`hpcc_rcvcount_new`],
@@ -36,6 +39,7 @@
 use core::ffi::{c_char, c_int, CStr};
 use hpcc_core::control::{self, AckDecision, Conn, FlowCtl, InitDecision, RateSample, Response, SfcState, SockCtl};
 use hpcc_core::knobs::Knobs;
+use hpcc_core::nonce::{NonceRing, Verdict};
 use hpcc_core::probe::{self, Kind, Tuple};
 use hpcc_core::rcvcount::FlowCount;
 
@@ -542,3 +546,88 @@ pub unsafe extern "C" fn hpcc_build_response(out: *mut u8, p: *const HpccPacket,
     };
     probe::build_response(out, &pkt, dscp, rcv_flows)
 }
+
+// ---- which responses the sender accepts ---------------------------------
+
+/// `hpcc_nonces_accept`: apply the response.
+pub const NONCE_ACCEPTED: c_int = 0;
+/// `hpcc_nonces_accept`: it answers no outstanding probe of the flow.
+pub const NONCE_BAD: c_int = 1;
+/// `hpcc_nonces_accept`: it answers a probe sent too long ago.
+pub const NONCE_LATE: c_int = 2;
+
+/// A flow's outstanding probes (one per flow, beside its `hpcc_flow`).
+#[no_mangle]
+pub extern "C" fn hpcc_nonces_new() -> *mut NonceRing {
+    Box::into_raw(Box::new(NonceRing::new()))
+}
+
+/// Records the probe `hpcc_flow_probe_sent` numbered `slot`, sent at
+/// `now_ns` with `nonce` and `snd_nxt`.
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_nonces_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_nonces_record(r: *const NonceRing, slot: u32, nonce: u32, snd_nxt: u32, now_ns: u64) {
+    // SAFETY: caller contract.
+    if let Some(r) = unsafe { get(r) } {
+        r.record(slot as usize, nonce, snd_nxt, now_ns);
+    }
+}
+
+/// Whether a response with `nonce` and `snd_nxt` arriving at `now_ns` is
+/// applied: `HPCC_FFI_NONCE_ACCEPTED` (the probe's slot is consumed),
+/// `_BAD` or `_LATE` (`_BAD` for a null `r`).
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_nonces_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_nonces_accept(r: *const NonceRing, nonce: u32, snd_nxt: u32, now_ns: u64) -> c_int {
+    // SAFETY: caller contract.
+    match unsafe { get(r) }.map(|r| r.accept(nonce, snd_nxt, now_ns)) {
+        Some(Verdict::Accepted) => NONCE_ACCEPTED,
+        Some(Verdict::Late) => NONCE_LATE,
+        Some(Verdict::BadNonce) | None => NONCE_BAD,
+    }
+}
+
+/// Frees a flow's outstanding probes (NULL: nothing).
+///
+/// # Safety
+///
+/// `r` null or from [`hpcc_nonces_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_nonces_free(r: *mut NonceRing) {
+    if !r.is_null() {
+        // SAFETY: caller contract: a box of ours, freed once.
+        drop(unsafe { Box::from_raw(r) });
+    }
+}
+
+/// Whether the sender accepts a response's INT stack (`int_len` bytes):
+/// 0, `HPCC_FFI_INT_TOO_MANY_HOPS` (above `max_hops` or the wire's limit)
+/// or `HPCC_FFI_INT_BAD`.
+///
+/// # Safety
+///
+/// `int_stack` null or `int_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_admit_int(int_stack: *const u8, int_len: usize, max_hops: u32) -> c_int {
+    if int_stack.is_null() {
+        return INT_BAD;
+    }
+    // SAFETY: caller contract.
+    let int = unsafe { core::slice::from_raw_parts(int_stack, int_len) };
+    match probe::admit_int(int, max_hops) {
+        Ok(()) => 0,
+        Err(probe::IntReject::TooManyHops) => INT_TOO_MANY_HOPS,
+        Err(probe::IntReject::Bad) => INT_BAD,
+    }
+}
+
+/// `hpcc_admit_int`: more hops than allowed.
+pub const INT_TOO_MANY_HOPS: c_int = 1;
+/// `hpcc_admit_int`: the stack does not parse.
+pub const INT_BAD: c_int = 2;

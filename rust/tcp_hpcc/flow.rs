@@ -31,6 +31,7 @@
 use crate::bindings;
 use crate::hpcc_core::flowhash;
 use crate::hpcc_core::guard::{admit_flow, Admit};
+use crate::hpcc_core::nonce::NonceRing;
 use crate::hpcc_core::control::{FlowCtl, TraceSample};
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
 use crate::hpcc_core::sfc::{ReplayFilter, Signal};
@@ -44,11 +45,6 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use kernel::error::{to_result, Result};
 use kernel::types::Opaque;
-
-/// Outstanding probes a flow remembers (an older nonce is unknown). With
-/// probes at most `probe::MAX_INTERVAL_NS` (8.4 ms) apart, a response is
-/// matched for RTTs up to 16 of those: 134 ms.
-pub(crate) const NONCE_RING: usize = 16;
 
 /// The newest validated response, waiting for the next ACK.
 #[derive(Clone, Copy)]
@@ -116,62 +112,6 @@ impl Mailbox {
         };
         self.unlock();
         out
-    }
-}
-
-/// The outstanding probes: `(nonce << 32 | snd_nxt)` and send time. A slot
-/// is consumed (zeroed) by the first response that matches it, so a
-/// replayed response is rejected.
-pub(crate) struct NonceRing {
-    key: [AtomicU64; NONCE_RING],
-    sent_ns: [AtomicU64; NONCE_RING],
-}
-
-/// What a response's nonce says.
-pub(crate) enum NonceCheck {
-    /// It matches an outstanding probe sent this long ago.
-    Fresh { age_ns: u64 },
-    /// It matches no outstanding probe (spoofed, replayed or too old).
-    Unknown,
-}
-
-impl NonceRing {
-    const fn new() -> Self {
-        Self {
-            key: [const { AtomicU64::new(0) }; NONCE_RING],
-            sent_ns: [const { AtomicU64::new(0) }; NONCE_RING],
-        }
-    }
-
-    fn key(nonce: u32, snd_nxt: u32) -> u64 {
-        (u64::from(nonce) << 32) | u64::from(snd_nxt)
-    }
-
-    /// Records a probe in slot `slot % NONCE_RING` (owner context only).
-    pub(crate) fn record(&self, slot: usize, nonce: u32, snd_nxt: u32, now_ns: u64) {
-        let i = slot % NONCE_RING;
-        if let (Some(k), Some(t)) = (self.key.get(i), self.sent_ns.get(i)) {
-            // Invalidate, then publish the time, then the key.
-            k.store(0, Release);
-            t.store(now_ns, Release);
-            k.store(Self::key(nonce, snd_nxt), Release);
-        }
-    }
-
-    /// Consumes the slot matching a response, if any (any context).
-    pub(crate) fn check(&self, nonce: u32, snd_nxt: u32, now_ns: u64) -> NonceCheck {
-        let want = Self::key(nonce, snd_nxt);
-        if want == 0 {
-            return NonceCheck::Unknown;
-        }
-        for (k, t) in self.key.iter().zip(self.sent_ns.iter()) {
-            if k.load(Acquire) == want && k.compare_exchange(want, 0, AcqRel, Relaxed).is_ok() {
-                return NonceCheck::Fresh {
-                    age_ns: now_ns.saturating_sub(t.load(Acquire)),
-                };
-            }
-        }
-        NonceCheck::Unknown
     }
 }
 

@@ -61,6 +61,11 @@ fn header_layout_is_the_librarys() {
         ("HPCC_FFI_MAX_PACKET_LEN", MAX_PACKET_LEN),
         ("HPCC_FFI_INT_LEN", INT_LEN),
         ("HPCC_FFI_SOCK_WORDS", size_of::<SockCtl>() / 8),
+        ("HPCC_FFI_NONCE_ACCEPTED", NONCE_ACCEPTED as usize),
+        ("HPCC_FFI_NONCE_BAD", NONCE_BAD as usize),
+        ("HPCC_FFI_NONCE_LATE", NONCE_LATE as usize),
+        ("HPCC_FFI_INT_TOO_MANY_HOPS", INT_TOO_MANY_HOPS as usize),
+        ("HPCC_FFI_INT_BAD", INT_BAD as usize),
     ] {
         c.push_str(&format!("_Static_assert({name} == {v}, \"{name}\");\n"));
     }
@@ -77,13 +82,23 @@ fn header_layout_is_the_librarys() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// The static library next to this test's binary (target/<profile>/).
+/// The static library cargo built with this test: `cargo test` leaves it
+/// in `target/<profile>/deps/` as `libhpcc_ffi-<hash>.a` beside this
+/// test's binary (only `cargo build` copies it up a level); the newest one
+/// is this build's.
 fn staticlib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let lib = dir.join("libhpcc_ffi.a");
-    assert!(lib.exists(), "{} (cargo builds it with the crate)", lib.display());
-    lib
+    let deps = exe.parent().unwrap();
+    let newest = std::fs::read_dir(deps)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.starts_with("libhpcc_ffi-") && n.ends_with(".a")
+        })
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok());
+    newest.unwrap_or_else(|| panic!("no libhpcc_ffi-*.a in {} (cargo builds it with the crate)", deps.display()))
 }
 
 /// What `tests/c/smoke.c` prints, from the core itself for the same calls.
@@ -107,6 +122,7 @@ fn expected() -> Vec<String> {
     out.push(format!("probe {len} 1"));
     out.push(format!("classified 0 {} 777 40000 5201", 0xabcd_0000u32 + slot));
     out.push(format!("response {len} 1 1 1"));
+    out.push("nonces 0 1 1 0 1 2".into());
     let rs = RateSample { interval_us: 20, delivered: 8, prior_in_flight: 4, acked_sacked: 2, app_limited: false };
     let sfc = SfcState::default();
     for i in 1..=2u64 {

@@ -65,6 +65,18 @@ int main(void)
 	rc = hpcc_classify(resp, m, 11, 15, &r);
 	P("response %zu %d %u %u\n", m, rc, r.kind, flows);
 
+	/* The sender's checks: the response answers the probe once; its
+	 * stack is admitted at 1 hop, not above max_hops 0. */
+	struct hpcc_nonces *nc = hpcc_nonces_new();
+	hpcc_nonces_record(nc, slot, 0xabcd0000u + slot, 777, c.now_ns);
+	int v1 = hpcc_nonces_accept(nc, r.nonce, r.snd_nxt, c.now_ns + 10000);
+	int v2 = hpcc_nonces_accept(nc, r.nonce, r.snd_nxt, c.now_ns + 20000);
+	hpcc_nonces_record(nc, slot + 1, 5, 6, c.now_ns);
+	int v3 = hpcc_nonces_accept(nc, 5, 6, c.now_ns + 2000000000ull);
+	P("nonces %d %d %d %d %d %d\n", v1, v2, hpcc_nonces_accept(NULL, 1, 1, 1) == HPCC_FFI_NONCE_BAD,
+	  hpcc_admit_int(r.int_stack, sizeof(r.int_stack), 1), hpcc_admit_int(r.int_stack, sizeof(r.int_stack), 0), v3);
+	hpcc_nonces_free(nc);
+
 	/* Two responses, 20 us apart, each applied on an ACK. */
 	struct hpcc_rate_sample rs = { .interval_us = 20, .delivered = 8, .prior_in_flight = 4, .acked_sacked = 2 };
 	struct hpcc_sfc_state sfc = { 0 };
