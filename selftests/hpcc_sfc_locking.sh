@@ -90,7 +90,12 @@ vpid=$!
 pids+=($!)
 wpid=$!
 taskset -cp 0 "$wpid" >/dev/null
-ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT $((SECS + 30)) >/dev/null &
+# The sink leaves at the sender's EOF; its own limit only bounds a lost
+# sender. The sender's python shares the verdict loop's and the writers'
+# CPU: under the debug kernel it was still writing 146 s after it was
+# started (26 s past its SECS), and a sink that left at SECS + 30 reset
+# the storm's flow.
+ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT $((2 * SECS + 120)) >/dev/null &
 pids+=($!)
 wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1
 ip netns exec "$S1" taskset -c 0 python3 "$SIG" pause 10.0.2.1 $PORT --after 0.5 --secs "$SECS" \
