@@ -139,6 +139,18 @@ unsafe fn get_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
     unsafe { p.as_mut() }
 }
 
+/// Frees a handle this library boxed (null: nothing).
+///
+/// # Safety
+///
+/// `p` is null or from `Box::into_raw` here, and not used afterwards.
+unsafe fn free<T>(p: *mut T) {
+    if !p.is_null() {
+        // SAFETY: caller contract: a box of ours, freed once.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
 // ---- knobs --------------------------------------------------------------
 
 /// A knob profile: `"module"` (what the module ships) or `"drafts"`; NULL
@@ -199,10 +211,8 @@ pub unsafe extern "C" fn hpcc_knobs_validate(k: *const Knobs) -> c_int {
 /// `k` is null or from [`hpcc_knobs_new`], not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn hpcc_knobs_free(k: *mut Knobs) {
-    if !k.is_null() {
-        // SAFETY: caller contract: a box of ours, freed once.
-        drop(unsafe { Box::from_raw(k) });
-    }
+    // SAFETY: caller contract.
+    unsafe { free(k) }
 }
 
 // ---- the connection's controller ----------------------------------------
@@ -409,10 +419,8 @@ pub unsafe extern "C" fn hpcc_flow_pacing_rate(f: *const FlowCtl, k: *const Knob
 /// `f` null or from [`hpcc_flow_new`], not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn hpcc_flow_free(f: *mut FlowCtl) {
-    if !f.is_null() {
-        // SAFETY: caller contract: a box of ours, freed once.
-        drop(unsafe { Box::from_raw(f) });
-    }
+    // SAFETY: caller contract.
+    unsafe { free(f) }
 }
 
 // ---- the receiver -------------------------------------------------------
@@ -456,10 +464,8 @@ pub unsafe extern "C" fn hpcc_rcvcount_count_with(r: *const FlowCount, now_ns: u
 /// `r` null or from [`hpcc_rcvcount_new`], not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn hpcc_rcvcount_free(r: *mut FlowCount) {
-    if !r.is_null() {
-        // SAFETY: caller contract: a box of ours, freed once.
-        drop(unsafe { Box::from_raw(r) });
-    }
+    // SAFETY: caller contract.
+    unsafe { free(r) }
 }
 
 /// Builds a probe of flow `t` into `out` (`HPCC_FFI_MAX_PACKET_LEN`
@@ -600,10 +606,8 @@ pub unsafe extern "C" fn hpcc_nonces_accept(r: *const NonceRing, nonce: u32, snd
 /// `r` null or from [`hpcc_nonces_new`], not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn hpcc_nonces_free(r: *mut NonceRing) {
-    if !r.is_null() {
-        // SAFETY: caller contract: a box of ours, freed once.
-        drop(unsafe { Box::from_raw(r) });
-    }
+    // SAFETY: caller contract.
+    unsafe { free(r) }
 }
 
 /// Whether the sender accepts a response's INT stack (`int_len` bytes):
