@@ -348,7 +348,11 @@ def pause(a):
                 send(pkt)
             signals = a.repeat
             if a.storm:
-                storm_end = out["t_inject_ns"] + int(a.storm * 1e9)
+                # It ends with the send window at the latest: on a slow
+                # guest the first signal leaves late, and a storm that
+                # outlived the window would never be counted as ended.
+                window_end = out["t_inject_ns"] + int((a.secs - (time.monotonic() - t0)) * 1e9)
+                storm_end = min(out["t_inject_ns"] + int(a.storm * 1e9), window_end)
                 c.settimeout(0)
         # --storm: signals at --rate until the storm ends, each batch of 64
         # with the then newest sequence number, a write between batches;
