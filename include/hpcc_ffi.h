@@ -139,6 +139,7 @@ struct hpcc_packet {
 
 struct hpcc_knobs *hpcc_knobs_new(const char *profile);
 int hpcc_knobs_set(struct hpcc_knobs *k, const char *name, uint32_t value);
+int hpcc_knobs_get(const struct hpcc_knobs *k, const char *name, uint32_t *out);
 int hpcc_knobs_validate(const struct hpcc_knobs *k);
 void hpcc_knobs_free(struct hpcc_knobs *k);
 

@@ -189,6 +189,30 @@ pub unsafe extern "C" fn hpcc_knobs_set(k: *mut Knobs, name: *const c_char, valu
     }
 }
 
+/// Reads knob `name` into `*out`: 0, or `-EINVAL` for an unknown name
+/// (then `*out` is untouched).
+///
+/// # Safety
+///
+/// `k` is null or from [`hpcc_knobs_new`]; `name` null or NUL-terminated;
+/// `out` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_knobs_get(k: *const Knobs, name: *const c_char, out: *mut u32) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(k), Some(out), false) = (unsafe { get(k) }, unsafe { get_mut(out) }, name.is_null()) else {
+        return EINVAL;
+    };
+    // SAFETY: caller contract, checked non-null.
+    let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("");
+    match k.get(name) {
+        Some(v) => {
+            *out = v;
+            0
+        }
+        None => EINVAL,
+    }
+}
+
 /// 0 if the knobs are a valid set (each in its range, the relations and
 /// the law's own checks, as the module accepts them), else `-EINVAL`.
 ///

@@ -109,6 +109,7 @@ fn expected() -> Vec<String> {
     bad.set("eta_ppm", 2_000_000);
     out.push(format!("set 0 {}", if bad.validate().is_ok() { 0 } else { -22 }));
     k.set("eta_ppm", 950_000);
+    out.push(format!("get 0 {} -22", k.get("eta_ppm").unwrap()));
     let mut c = Conn { now_ns: 1_000_000, mss: 1448, cwnd: 10, ssthresh: u32::MAX, srtt_us: 20, min_rtt_us: 10, ..Conn::default() };
     let (mut s, id) = SockCtl::init(&k, &c, false);
     out.push(format!("init {} {} {} {}", id.cwnd, id.ssthresh, id.pacing_shift, id.pacing_rate));

@@ -28,6 +28,9 @@ int main(void)
 	int rc = hpcc_knobs_set(k, "eta_ppm", 2000000);
 	P("set %d %d\n", rc, hpcc_knobs_validate(k));
 	hpcc_knobs_set(k, "eta_ppm", 950000);
+	uint32_t got = 0;
+	rc = hpcc_knobs_get(k, "eta_ppm", &got);
+	P("get %d %u %d\n", rc, got, hpcc_knobs_get(k, "nope", &got));
 
 	struct hpcc_conn c = { .now_ns = 1000000, .max_pacing_rate = UINT64_MAX, .mss = 1448, .cwnd = 10,
 			       .ssthresh = UINT32_MAX, .srtt_us = 20, .min_rtt_us = 10 };
