@@ -170,6 +170,24 @@ uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns
 				  uint32_t hash);
 void hpcc_rcvcount_free(struct hpcc_rcvcount *r);
 
+/* The hooks and flags of a controller record (hpcc-replay --ctl reads
+ * them as the tcp_hpcc:hpcc_ctl tracepoint prints them). */
+#define HPCC_FFI_CTL_INIT 0
+#define HPCC_FFI_CTL_ACK 1
+#define HPCC_FFI_CTL_TX_START 2
+#define HPCC_FFI_CTL_SSTHRESH 3
+#define HPCC_FFI_CTL_IN_REDUCTION 0x0001
+#define HPCC_FFI_CTL_CWND_LIMITED 0x0002
+#define HPCC_FFI_CTL_HAS_RS 0x0004
+#define HPCC_FFI_CTL_RS_APP_LIMITED 0x0008
+#define HPCC_FFI_CTL_HAS_FLOW 0x0010
+#define HPCC_FFI_CTL_FLOW_CREATED 0x0020
+#define HPCC_FFI_CTL_FLOW_REFUSED 0x0040
+#define HPCC_FFI_CTL_HAS_RESPONSE 0x0080
+#define HPCC_FFI_CTL_PROBED 0x0100
+#define HPCC_FFI_CTL_TAKE_PAUSE 0x0200
+#define HPCC_FFI_CTL_HAS_SENT_DATA 0x0400
+
 /* hpcc_nonces_accept's verdicts, hpcc_admit_int's refusals. */
 #define HPCC_FFI_NONCE_ACCEPTED 0
 #define HPCC_FFI_NONCE_BAD 1

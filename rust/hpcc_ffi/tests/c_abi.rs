@@ -3,6 +3,7 @@
 //! this crate, and drifts fail here), and every function driven from C
 //! (`tests/c/smoke.c`) with the core's own answers to the same calls.
 
+use hpcc_core::control::ctl_rec as cr;
 use hpcc_core::control::{Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample};
 use hpcc_core::knobs::Knobs;
 use hpcc_core::wire::{self, IntStack, RawHop};
@@ -66,6 +67,21 @@ fn header_layout_is_the_librarys() {
         ("HPCC_FFI_NONCE_LATE", NONCE_LATE as usize),
         ("HPCC_FFI_INT_TOO_MANY_HOPS", INT_TOO_MANY_HOPS as usize),
         ("HPCC_FFI_INT_BAD", INT_BAD as usize),
+        ("HPCC_FFI_CTL_INIT", cr::HOOK_INIT as usize),
+        ("HPCC_FFI_CTL_ACK", cr::HOOK_ACK as usize),
+        ("HPCC_FFI_CTL_TX_START", cr::HOOK_TX_START as usize),
+        ("HPCC_FFI_CTL_SSTHRESH", cr::HOOK_SSTHRESH as usize),
+        ("HPCC_FFI_CTL_IN_REDUCTION", cr::IN_REDUCTION as usize),
+        ("HPCC_FFI_CTL_CWND_LIMITED", cr::CWND_LIMITED as usize),
+        ("HPCC_FFI_CTL_HAS_RS", cr::HAS_RS as usize),
+        ("HPCC_FFI_CTL_RS_APP_LIMITED", cr::RS_APP_LIMITED as usize),
+        ("HPCC_FFI_CTL_HAS_FLOW", cr::HAS_FLOW as usize),
+        ("HPCC_FFI_CTL_FLOW_CREATED", cr::FLOW_CREATED as usize),
+        ("HPCC_FFI_CTL_FLOW_REFUSED", cr::FLOW_REFUSED as usize),
+        ("HPCC_FFI_CTL_HAS_RESPONSE", cr::HAS_RESPONSE as usize),
+        ("HPCC_FFI_CTL_PROBED", cr::PROBED as usize),
+        ("HPCC_FFI_CTL_TAKE_PAUSE", cr::TAKE_PAUSE as usize),
+        ("HPCC_FFI_CTL_HAS_SENT_DATA", cr::HAS_SENT_DATA as usize),
     ] {
         c.push_str(&format!("_Static_assert({name} == {v}, \"{name}\");\n"));
     }
