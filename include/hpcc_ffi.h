@@ -170,6 +170,19 @@ uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns
 				  uint32_t hash);
 void hpcc_rcvcount_free(struct hpcc_rcvcount *r);
 
+/* hpcc_ack_decision.notes: bit 1 << HPCC_FFI_NOTE_x for each note. */
+#define HPCC_FFI_NOTE_HPCC_ACK 0
+#define HPCC_FFI_NOTE_FALLBACK_ACK 1
+#define HPCC_FFI_NOTE_CAPPED_BY_REDUCTION 2
+#define HPCC_FFI_NOTE_CAPPED_BY_DELIVERY 3
+#define HPCC_FFI_NOTE_RESPONSE_BAD_INT 4
+#define HPCC_FFI_NOTE_FIRST_TELEMETRY 5
+#define HPCC_FFI_NOTE_SAMPLE_APPLIED 6
+#define HPCC_FFI_NOTE_SAMPLE_RECORDED 7
+#define HPCC_FFI_NOTE_SAMPLE_PATH_CHANGED 8
+#define HPCC_FFI_NOTE_SAMPLE_STALE 9
+#define HPCC_FFI_NOTE_SFC_WINDOW_CUT 10
+
 /* The hooks and flags of a controller record (hpcc-replay --ctl reads
  * them as the tcp_hpcc:hpcc_ctl tracepoint prints them). */
 #define HPCC_FFI_CTL_INIT 0
