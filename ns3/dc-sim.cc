@@ -1,0 +1,793 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// dc-sim: one datacenter run in ns-3. A Clos fabric of DcQueueDisc ports
+// and per-flow ECMP (fabric.h), hosts with one TCP for every algorithm,
+// a flow list (ns3/flows.py: Poisson arrivals, sizes from a CDF), one
+// congestion control: hpcc (the module's core through include/hpcc_ffi.h,
+// hpcc-tcp.h) or ns-3's own dctcp, cubic or bbr. Prints one JSON line:
+// FCT slowdowns per size bucket, the queues arrivals saw, drops, probes.
+//
+//   dc-sim --algo=hpcc --flows=FILE [--topo=leaf-spine-32] [--out=FILE] ...
+//   dc-sim --help
+#include "fabric.h"
+#include "hpcc-tcp.h"
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+extern "C" {
+#include "hpcc_int.h"
+}
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+using namespace ns3;
+using namespace hpccsim;
+
+namespace
+{
+
+// ---- the one TCP every algorithm runs -------------------------------------
+
+struct TcpSettings
+{
+    uint32_t mss = 1448;
+    uint32_t init_cwnd = 10;
+    bool sack = true;
+    uint32_t buf_bytes = 4 << 20;
+    uint64_t rto_min_us = 5000;
+    uint32_t delack_count = 2;
+    uint64_t delack_timeout_us = 200;
+
+    std::string Json() const
+    {
+        std::ostringstream o;
+        o << "{\"mss\": " << mss << ", \"init_cwnd\": " << init_cwnd << ", \"sack\": " << (sack ? "true" : "false")
+          << ", \"buf_bytes\": " << buf_bytes << ", \"rto_min_us\": " << rto_min_us
+          << ", \"delack_count\": " << delack_count << ", \"delack_timeout_us\": " << delack_timeout_us
+          << ", \"timestamps\": false}";
+        return o.str();
+    }
+};
+
+// ---- topology ---------------------------------------------------------------
+
+struct LinkSpec
+{
+    uint32_t a, b;
+    uint64_t bps;
+};
+
+struct Topo
+{
+    std::string name;
+    uint32_t hosts = 0;
+    uint32_t switches = 0;
+    uint64_t host_bps = 0;
+    uint64_t delay_ns = 1000;
+    std::vector<LinkSpec> links; // node ids: hosts first, then switches
+};
+
+Topo
+LeafSpine32()
+{
+    Topo t{"leaf-spine-32", 32, 6, 100'000'000'000ULL, 1000, {}};
+    const uint32_t tors = 4, per = 8, spines = 2;
+    for (uint32_t h = 0; h < tors * per; h++)
+    {
+        t.links.push_back({h, t.hosts + h / per, 100'000'000'000ULL});
+    }
+    for (uint32_t r = 0; r < tors; r++)
+    {
+        for (uint32_t s = 0; s < spines; s++)
+        {
+            t.links.push_back({t.hosts + r, t.hosts + tors + s, 400'000'000'000ULL});
+        }
+    }
+    return t;
+}
+
+// The HPCC paper's fat tree: 20 ToRs of 16 hosts at 100G; 10 pods of 2
+// ToRs and 2 aggregation switches; 16 cores, each aggregation switch
+// reaching 8 of them; switch links at 400G.
+Topo
+FatTree320()
+{
+    Topo t{"fat-tree-320", 320, 56, 100'000'000'000ULL, 1000, {}};
+    const uint32_t tors = 20, per = 16, aggs = 20, cores = 16;
+    const uint64_t g400 = 400'000'000'000ULL;
+    uint32_t tor0 = t.hosts, agg0 = tor0 + tors, core0 = agg0 + aggs;
+    for (uint32_t h = 0; h < tors * per; h++)
+    {
+        t.links.push_back({h, tor0 + h / per, 100'000'000'000ULL});
+    }
+    for (uint32_t r = 0; r < tors; r++)
+    {
+        uint32_t pod = r / 2;
+        t.links.push_back({tor0 + r, agg0 + 2 * pod, g400});
+        t.links.push_back({tor0 + r, agg0 + 2 * pod + 1, g400});
+    }
+    for (uint32_t a = 0; a < aggs; a++)
+    {
+        for (uint32_t k = 0; k < cores / 2; k++)
+        {
+            t.links.push_back({agg0 + a, core0 + (a % 2) * (cores / 2) + k, g400});
+        }
+    }
+    return t;
+}
+
+uint8_t
+SpeedCode(uint64_t bps)
+{
+    return bps >= 400'000'000'000ULL ? HPCC_INT_RATE_400G : HPCC_INT_RATE_100G;
+}
+
+// ---- flows ------------------------------------------------------------------
+
+struct Flow
+{
+    uint32_t id, src, dst;
+    uint64_t size;
+    uint64_t start_ns;
+    // run time
+    Ptr<Socket> sock;
+    Ptr<TcpHpcc> cc;
+    bool connected = false;
+    bool started = false;
+    uint64_t sent = 0;
+    uint64_t first_write_ns = 0;
+    uint64_t rx = 0;
+    uint64_t done_ns = 0;
+    struct hpcc_tuple tuple = {};
+};
+
+struct Run
+{
+    Topo topo;
+    NodeContainer nodes;
+    std::vector<Ipv4Address> host_addr;
+    std::vector<Ptr<HpccHost>> hpcc_hosts;
+    std::vector<std::vector<uint32_t>> adj;             // neighbour node ids
+    std::vector<std::vector<uint32_t>> adj_if;          // local interface per neighbour
+    std::vector<std::vector<Ipv4Address>> adj_addr;     // neighbour's address on the link
+    std::vector<std::vector<uint64_t>> adj_bps;
+    std::vector<Ptr<DcQueueDisc>> downlinks;            // ToR ports towards hosts
+    std::vector<Flow> flows;
+    std::map<std::pair<uint32_t, uint16_t>, uint32_t> by_sender; // (src addr, sport) -> flow
+    std::string algo;
+    uint32_t done = 0;
+    uint64_t lead_ns = 1'000'000;
+    uint64_t downlink_bytes_at_window = 0;
+    std::chrono::steady_clock::time_point wall0;
+    bool trace_ctl = false;
+};
+
+Run g;
+
+uint64_t
+NowNs()
+{
+    return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+}
+
+void
+V4Mapped(uint8_t out[16], Ipv4Address a)
+{
+    std::memset(out, 0, 16);
+    out[10] = 0xff;
+    out[11] = 0xff;
+    a.Serialize(out + 12);
+}
+
+void Pump(Flow& f);
+
+void
+OnSend(uint32_t id, Ptr<Socket>, uint32_t)
+{
+    Pump(g.flows[id]);
+}
+
+void
+Pump(Flow& f)
+{
+    if (!f.started || !f.connected)
+    {
+        return;
+    }
+    if (f.first_write_ns == 0)
+    {
+        f.first_write_ns = NowNs();
+    }
+    while (f.sent < f.size)
+    {
+        uint32_t room = f.sock->GetTxAvailable();
+        if (room == 0)
+        {
+            return;
+        }
+        uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(room, f.size - f.sent));
+        int r = f.sock->Send(Create<Packet>(n));
+        if (r <= 0)
+        {
+            return;
+        }
+        f.sent += static_cast<uint32_t>(r);
+    }
+}
+
+void
+OnConnected(uint32_t id, Ptr<Socket>)
+{
+    Flow& f = g.flows[id];
+    f.connected = true;
+    if (f.cc)
+    {
+        f.cc->Established();
+    }
+    Pump(f);
+}
+
+void
+OnConnectFailed(uint32_t id, Ptr<Socket>)
+{
+    std::cerr << "dc-sim: flow " << id << " failed to connect\n";
+}
+
+void
+Open(uint32_t id)
+{
+    Flow& f = g.flows[id];
+    Ptr<Node> n = g.nodes.Get(f.src);
+    f.sock = Socket::CreateSocket(n, TcpSocketFactory::GetTypeId());
+    f.sock->Bind();
+    Address local;
+    f.sock->GetSockName(local);
+    uint16_t sport = InetSocketAddress::ConvertFrom(local).GetPort();
+    g.by_sender[{g.host_addr[f.src].Get(), sport}] = id;
+    V4Mapped(f.tuple.saddr, g.host_addr[f.src]);
+    V4Mapped(f.tuple.daddr, g.host_addr[f.dst]);
+    f.tuple.sport = sport;
+    f.tuple.dport = 100;
+    if (g.algo == "hpcc")
+    {
+        f.cc = CreateObject<TcpHpcc>();
+        f.cc->Attach(g.hpcc_hosts[f.src], f.tuple, id);
+        DynamicCast<TcpSocketBase>(f.sock)->SetCongestionControlAlgorithm(f.cc);
+    }
+    f.sock->SetConnectCallback(MakeBoundCallback(&OnConnected, id), MakeBoundCallback(&OnConnectFailed, id));
+    f.sock->SetSendCallback(MakeBoundCallback(&OnSend, id));
+    f.sock->Connect(InetSocketAddress(g.host_addr[f.dst], 100));
+}
+
+void
+Start(uint32_t id)
+{
+    Flow& f = g.flows[id];
+    f.started = true;
+    Pump(f);
+}
+
+void Finish(Flow& f);
+
+void
+OnRecv(Ptr<Socket> s)
+{
+    Address from;
+    Ptr<Packet> p;
+    while ((p = s->RecvFrom(from)) && p->GetSize() > 0)
+    {
+        auto a = InetSocketAddress::ConvertFrom(from);
+        auto it = g.by_sender.find({a.GetIpv4().Get(), a.GetPort()});
+        if (it == g.by_sender.end())
+        {
+            continue;
+        }
+        Flow& f = g.flows[it->second];
+        f.rx += p->GetSize();
+        if (f.rx >= f.size && f.done_ns == 0)
+        {
+            f.done_ns = NowNs();
+            Finish(f);
+        }
+    }
+}
+
+void
+Finish(Flow& f)
+{
+    g.done++;
+    if (f.cc)
+    {
+        g.hpcc_hosts[f.dst]->Unaccept(f.tuple);
+    }
+    f.sock->Close();
+    if (g.done == g.flows.size())
+    {
+        Simulator::Stop();
+    }
+}
+
+bool
+OnAcceptRequest(Ptr<Socket>, const Address&)
+{
+    return true;
+}
+
+void
+OnAccept(uint32_t host, Ptr<Socket> s, const Address& from)
+{
+    s->SetRecvCallback(MakeCallback(&OnRecv));
+    if (g.algo != "hpcc")
+    {
+        return;
+    }
+    // The receiver answers probes of the connections it holds.
+    auto a = InetSocketAddress::ConvertFrom(from);
+    auto it = g.by_sender.find({a.GetIpv4().Get(), a.GetPort()});
+    if (it != g.by_sender.end())
+    {
+        g.hpcc_hosts[host]->Accept(g.flows[it->second].tuple);
+    }
+}
+
+void
+Progress(uint64_t every_ns)
+{
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - g.wall0).count();
+    std::cerr << "dc-sim: " << g.algo << " t=" << std::fixed << std::setprecision(1)
+              << Simulator::Now().GetMicroSeconds() / 1000.0 << " ms, wall " << std::setprecision(0) << wall
+              << " s, flows done " << g.done << "/" << g.flows.size() << std::endl;
+    Simulator::Schedule(NanoSeconds(every_ns), &Progress, every_ns);
+}
+
+void
+SnapshotDownlinks()
+{
+    uint64_t b = 0;
+    for (auto& q : g.downlinks)
+    {
+        b += q->TxBytes();
+    }
+    g.downlink_bytes_at_window = b;
+}
+
+// ---- the fabric -------------------------------------------------------------
+
+class HashRoutingHelper : public Ipv4RoutingHelper
+{
+  public:
+    HashRoutingHelper* Copy() const override { return new HashRoutingHelper(*this); }
+    Ptr<Ipv4RoutingProtocol> Create(Ptr<Node> node) const override
+    {
+        auto r = CreateObject<HashRouting>();
+        r->SetSeed(node->GetId() * 2654435761U);
+        return r;
+    }
+};
+
+void
+Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer)
+{
+    const Topo& t = g.topo;
+    uint32_t n = t.hosts + t.switches;
+    g.nodes.Create(n);
+    HashRoutingHelper routing;
+    InternetStackHelper stack;
+    stack.SetRoutingHelper(routing);
+    stack.Install(g.nodes);
+    g.adj.assign(n, {});
+    g.adj_if.assign(n, {});
+    g.adj_addr.assign(n, {});
+    g.adj_bps.assign(n, {});
+    g.host_addr.assign(t.hosts, Ipv4Address());
+    Ipv4AddressHelper addr("10.0.0.0", "255.255.255.252");
+    const auto& cfg = Hpcc();
+    for (const auto& l : t.links)
+    {
+        PointToPointHelper p2p;
+        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(l.bps)));
+        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(t.delay_ns)));
+        // The device's own queue holds one packet: the queue disc, and so
+        // ECN marking and INT, see the port's whole backlog.
+        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize("1p")));
+        NetDeviceContainer d = p2p.Install(g.nodes.Get(l.a), g.nodes.Get(l.b));
+        for (uint32_t side = 0; side < 2; side++)
+        {
+            uint32_t node = side ? l.b : l.a;
+            bool sw = node >= t.hosts;
+            TrafficControlHelper tch;
+            uint64_t mark = !sw ? 0 : (l.bps >= 400'000'000'000ULL ? mark_400g : mark_100g);
+            tch.SetRootQueueDisc("hpccsim::DcQueueDisc",
+                                 "MaxSize",
+                                 QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, static_cast<uint32_t>(buffer))),
+                                 "MarkBytes",
+                                 UintegerValue(mark));
+            QueueDiscContainer qd = tch.Install(d.Get(side));
+            auto q = DynamicCast<DcQueueDisc>(qd.Get(0));
+            q->SetDevice(DynamicCast<PointToPointNetDevice>(d.Get(side)), l.bps);
+            q->SetSwitchPort(sw);
+            if (sw)
+            {
+                q->SetInt(SpeedCode(l.bps), static_cast<uint16_t>(node), cfg.probe_dscp, cfg.response_dscp);
+                uint32_t other = side ? l.a : l.b;
+                if (other < t.hosts)
+                {
+                    g.downlinks.push_back(q);
+                }
+            }
+        }
+        Ipv4InterfaceContainer ifs = addr.Assign(d);
+        addr.NewNetwork();
+        for (uint32_t side = 0; side < 2; side++)
+        {
+            uint32_t node = side ? l.b : l.a, other = side ? l.a : l.b;
+            g.adj[node].push_back(other);
+            g.adj_if[node].push_back(ifs.Get(side).second);
+            g.adj_addr[node].push_back(ifs.GetAddress(1 - side));
+            g.adj_bps[node].push_back(l.bps);
+            if (node < t.hosts)
+            {
+                g.host_addr[node] = ifs.GetAddress(side);
+            }
+        }
+    }
+    // Every shortest path to every host, as equal-cost next hops.
+    for (uint32_t h = 0; h < t.hosts; h++)
+    {
+        std::vector<int> dist(n, -1);
+        std::vector<uint32_t> q{h};
+        dist[h] = 0;
+        for (size_t i = 0; i < q.size(); i++)
+        {
+            for (uint32_t v : g.adj[q[i]])
+            {
+                if (dist[v] < 0)
+                {
+                    dist[v] = dist[q[i]] + 1;
+                    q.push_back(v);
+                }
+            }
+        }
+        for (uint32_t u = 0; u < n; u++)
+        {
+            if (u == h || dist[u] < 0)
+            {
+                continue;
+            }
+            std::vector<HashRouting::NextHop> hops;
+            for (size_t k = 0; k < g.adj[u].size(); k++)
+            {
+                if (dist[g.adj[u][k]] == dist[u] - 1)
+                {
+                    hops.push_back({g.adj_if[u][k], g.adj_addr[u][k]});
+                }
+            }
+            auto r = DynamicCast<HashRouting>(g.nodes.Get(u)->GetObject<Ipv4>()->GetRoutingProtocol());
+            r->AddRoute(g.host_addr[h], hops);
+        }
+    }
+}
+
+// Hops (links) between two hosts and the one-way store-and-forward of one
+// packet over the links after the first.
+uint32_t
+Links(uint32_t a, uint32_t b)
+{
+    std::vector<int> dist(g.topo.hosts + g.topo.switches, -1);
+    std::vector<uint32_t> q{a};
+    dist[a] = 0;
+    for (size_t i = 0; i < q.size(); i++)
+    {
+        for (uint32_t v : g.adj[q[i]])
+        {
+            if (dist[v] < 0)
+            {
+                dist[v] = dist[q[i]] + 1;
+                q.push_back(v);
+            }
+        }
+    }
+    return static_cast<uint32_t>(dist[b]);
+}
+
+// ---- results ----------------------------------------------------------------
+
+double
+Quantile(std::vector<double> v, double q)
+{
+    if (v.empty())
+    {
+        return 0;
+    }
+    std::sort(v.begin(), v.end());
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+}
+
+std::string
+Num(double x)
+{
+    if (!std::isfinite(x))
+    {
+        return "null";
+    }
+    std::ostringstream o;
+    o << std::setprecision(4) << x;
+    return o.str();
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    std::string algo = "hpcc", flows_path, out_path, topo_name = "leaf-spine-32", profile = "module", knobs;
+    std::string workload = "?", flows_sha, ctl_trace, fct_out;
+    double load = 0;
+    uint32_t window_us = 0;
+    uint64_t limit_us = 0, mark_100g = 300'000, mark_400g = 1'200'000, buffer = 2'000'000;
+    TcpSettings tcp;
+    uint32_t progress_us = 1000;
+    CommandLine cmd(__FILE__);
+    cmd.AddValue("algo", "hpcc, dctcp, cubic or bbr", algo);
+    cmd.AddValue("flows", "flow list (ns3/flows.py)", flows_path);
+    cmd.AddValue("out", "append the run's JSON line here (else stdout)", out_path);
+    cmd.AddValue("fct", "write one line per flow (id src dst size start_ns fct_ns ideal_ns)", fct_out);
+    cmd.AddValue("topo", "leaf-spine-32 or fat-tree-320", topo_name);
+    cmd.AddValue("profile", "hpcc knob profile (module, drafts)", profile);
+    cmd.AddValue("knobs", "hpcc knob overrides NAME=VALUE,...", knobs);
+    cmd.AddValue("workload", "label: the flow list's workload", workload);
+    cmd.AddValue("load", "label: the flow list's load", load);
+    cmd.AddValue("window-us", "label: the flow list's arrival window", window_us);
+    cmd.AddValue("flows-sha256", "label: the flow list's sha256", flows_sha);
+    cmd.AddValue("limit-us", "stop here if flows are still running (0: 50 x the window + 100 ms)", limit_us);
+    cmd.AddValue("mark-100g", "dctcp: K on 100G ports, bytes", mark_100g);
+    cmd.AddValue("mark-400g", "dctcp: K on 400G ports, bytes", mark_400g);
+    cmd.AddValue("buffer", "drop-tail buffer per switch port, bytes", buffer);
+    cmd.AddValue("rto-min-us", "TCP minimum RTO", tcp.rto_min_us);
+    cmd.AddValue("ctl-trace", "hpcc: write every hook's hpcc_ctl record here", ctl_trace);
+    cmd.AddValue("progress-us", "a progress line every this many us of simulated time", progress_us);
+    cmd.Parse(argc, argv);
+
+    g.algo = algo;
+    if (topo_name == "leaf-spine-32")
+    {
+        g.topo = LeafSpine32();
+    }
+    else if (topo_name == "fat-tree-320")
+    {
+        g.topo = FatTree320();
+    }
+    else
+    {
+        std::cerr << "dc-sim: unknown topology " << topo_name << "\n";
+        return 2;
+    }
+    std::vector<std::pair<std::string, uint32_t>> set;
+    {
+        std::istringstream ks(knobs);
+        std::string kv;
+        while (std::getline(ks, kv, ','))
+        {
+            auto eq = kv.find('=');
+            if (eq == std::string::npos)
+            {
+                std::cerr << "dc-sim: --knobs wants NAME=VALUE, got " << kv << "\n";
+                return 2;
+            }
+            set.emplace_back(kv.substr(0, eq), static_cast<uint32_t>(std::stoul(kv.substr(eq + 1))));
+        }
+    }
+    // The probe DSCPs are the fabric's too, so the knobs load for every algorithm.
+    if (!ConfigLoad(profile, set))
+    {
+        std::cerr << "dc-sim: the core refuses profile " << profile << " with --knobs=" << knobs << "\n";
+        return 2;
+    }
+    bool dctcp = algo == "dctcp";
+    std::string type = algo == "hpcc" ? "ns3::TcpNewReno"
+                       : dctcp         ? "ns3::TcpDctcp"
+                       : algo == "cubic" ? "ns3::TcpCubic"
+                       : algo == "bbr"   ? "ns3::TcpBbr"
+                                         : "";
+    if (type.empty())
+    {
+        std::cerr << "dc-sim: unknown algorithm " << algo << "\n";
+        return 2;
+    }
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TypeId::LookupByName(type)));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(tcp.mss));
+    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(tcp.init_cwnd));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(tcp.buf_bytes));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(tcp.buf_bytes));
+    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(tcp.delack_count));
+    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MicroSeconds(tcp.delack_timeout_us)));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(tcp.sack));
+    // ns-3 takes RTT samples from TCP timestamps when they are on, and its
+    // timestamps count milliseconds: at a 10 us RTT every sample would be
+    // 0. Without them it times segments in simulated nanoseconds.
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MicroSeconds(tcp.rto_min_us)));
+    Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MicroSeconds(1)));
+    Config::SetDefault("ns3::TcpSocketState::MaxPacingRate", DataRateValue(DataRate(g.topo.host_bps)));
+    if (dctcp)
+    {
+        Config::SetDefault("ns3::TcpSocketBase::UseEcn", EnumValue(TcpSocketState::On));
+    }
+    Build(dctcp ? mark_100g : 0, dctcp ? mark_400g : 0, buffer);
+    if (algo == "hpcc")
+    {
+        for (uint32_t h = 0; h < g.topo.hosts; h++)
+        {
+            g.hpcc_hosts.push_back(HpccHost::Install(g.nodes.Get(h)));
+        }
+        if (!ctl_trace.empty())
+        {
+            Hpcc().ctl_trace = std::fopen(ctl_trace.c_str(), "w");
+            std::fprintf(Hpcc().ctl_trace, "# dc-sim profile %s knobs %s\n", profile.c_str(), knobs.c_str());
+            for (const auto& [k, v] : set)
+            {
+                std::fprintf(Hpcc().ctl_trace, "# knob %s=%u\n", k.c_str(), v);
+            }
+        }
+    }
+    // Receivers: one listening socket per host.
+    for (uint32_t h = 0; h < g.topo.hosts; h++)
+    {
+        Ptr<Socket> l = Socket::CreateSocket(g.nodes.Get(h), TcpSocketFactory::GetTypeId());
+        l->Bind(InetSocketAddress(Ipv4Address::GetAny(), 100));
+        l->Listen();
+        l->SetAcceptCallback(MakeCallback(&OnAcceptRequest), MakeBoundCallback(&OnAccept, h));
+    }
+    // The flows.
+    std::ifstream in(flows_path);
+    if (!in)
+    {
+        std::cerr << "dc-sim: cannot read --flows=" << flows_path << "\n";
+        return 2;
+    }
+    std::string line;
+    uint64_t last_start = 0;
+    while (std::getline(in, line))
+    {
+        if (line.empty() || line[0] == '#')
+        {
+            continue;
+        }
+        std::istringstream ls(line);
+        Flow f{};
+        ls >> f.src >> f.dst >> f.size >> f.start_ns;
+        if (!ls || f.src >= g.topo.hosts || f.dst >= g.topo.hosts || f.src == f.dst || f.size == 0)
+        {
+            std::cerr << "dc-sim: bad flow line: " << line << "\n";
+            return 2;
+        }
+        f.id = static_cast<uint32_t>(g.flows.size());
+        last_start = std::max(last_start, f.start_ns);
+        g.flows.push_back(f);
+    }
+    for (auto& f : g.flows)
+    {
+        uint64_t open = f.start_ns > g.lead_ns ? f.start_ns - g.lead_ns : 0;
+        Simulator::Schedule(NanoSeconds(open), &Open, f.id);
+        Simulator::Schedule(NanoSeconds(f.start_ns), &Start, f.id);
+    }
+    uint64_t window_ns = window_us ? uint64_t(window_us) * 1000 : last_start;
+    Simulator::Schedule(NanoSeconds(window_ns), &SnapshotDownlinks);
+    if (limit_us == 0)
+    {
+        limit_us = window_ns / 1000 * 50 + 100'000;
+    }
+    Simulator::Schedule(MicroSeconds(progress_us), &Progress, uint64_t(progress_us) * 1000);
+    Simulator::Stop(MicroSeconds(limit_us));
+    g.wall0 = std::chrono::steady_clock::now();
+    Simulator::Run();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - g.wall0).count();
+    double sim_s = Simulator::Now().GetSeconds();
+
+    // FCT slowdowns: (last byte at the receiver - first write + one-way
+    // base delay) / (base RTT + the bytes with headers at the host's line
+    // rate + one packet's store and forward on every later link). A flow
+    // that did not complete is infinitely slow.
+    const uint64_t hdr = 20 + 20 + 2; // IP, TCP, PPP
+    const char* names[4] = {"<10KB", "10-100KB", "100KB-1MB", ">1MB"};
+    std::vector<double> sd[4];
+    uint32_t incomplete = 0;
+    std::ofstream fct;
+    if (!fct_out.empty())
+    {
+        fct.open(fct_out);
+    }
+    for (const auto& f : g.flows)
+    {
+        uint32_t links = Links(f.src, f.dst);
+        uint64_t pkts = (f.size + tcp.mss - 1) / tcp.mss;
+        uint64_t wire = f.size + pkts * hdr;
+        uint64_t first = std::min<uint64_t>(f.size, tcp.mss) + hdr;
+        double prop = double(links) * double(g.topo.delay_ns);
+        // Later links: the fabric's (400G) and the last host link (100G).
+        double sf = (links >= 2 ? double(first) * 8e9 / double(g.topo.host_bps) : 0) +
+                    (links > 2 ? double(links - 2) * double(first) * 8e9 / 400e9 : 0);
+        double ideal = 2 * prop + double(wire) * 8e9 / double(g.topo.host_bps) + sf;
+        double fct_ns = std::numeric_limits<double>::infinity();
+        if (f.done_ns != 0)
+        {
+            fct_ns = double(f.done_ns - f.first_write_ns) + prop;
+        }
+        else
+        {
+            incomplete++;
+        }
+        int b = f.size < 10'000 ? 0 : f.size < 100'000 ? 1 : f.size < 1'000'000 ? 2 : 3;
+        sd[b].push_back(fct_ns / ideal);
+        if (fct)
+        {
+            fct << f.id << ' ' << f.src << ' ' << f.dst << ' ' << f.size << ' ' << f.start_ns << ' '
+                << (f.done_ns ? Num(fct_ns) : "inf") << ' ' << Num(ideal) << '\n';
+        }
+    }
+    const auto& fs = Fabric();
+    const auto& ps = Probes();
+    double window_s = double(window_ns) / 1e9;
+    double util = window_s > 0 ? double(g.downlink_bytes_at_window) * 8 /
+                                     (double(g.topo.hosts) * double(g.topo.host_bps) * window_s)
+                               : 0;
+    std::ostringstream o;
+    o << "{\"topo\": \"" << g.topo.name << "\", \"workload\": \"" << workload << "\", \"load\": " << load
+      << ", \"algo\": \"" << algo << "\", \"profile\": \"" << (algo == "hpcc" ? profile : "") << "\""
+      << ", \"knobs\": \"" << (algo == "hpcc" ? knobs : "") << "\""
+      << ", \"int\": \"" << (algo == "hpcc" ? "probe" : "") << "\", \"sfc\": 0"
+      << ", \"flows\": " << g.flows.size() << ", \"flows_sha256\": \"" << flows_sha << "\""
+      << ", \"tcp\": " << tcp.Json() << ", \"queues\": {\"buffer_bytes\": " << buffer
+      << ", \"ecn_k_100g\": " << (dctcp ? mark_100g : 0) << ", \"ecn_k_400g\": " << (dctcp ? mark_400g : 0)
+      << ", \"device_queue_pkts\": 1}"
+      << ", \"buckets\": {";
+    for (int b = 0; b < 4; b++)
+    {
+        o << (b ? ", " : "") << "\"" << names[b] << "\": {\"n\": " << sd[b].size()
+          << ", \"p50\": " << Num(Quantile(sd[b], 0.5)) << ", \"p95\": " << Num(Quantile(sd[b], 0.95))
+          << ", \"p99\": " << Num(Quantile(sd[b], 0.99)) << "}";
+    }
+    o << "}, \"q_p99_bytes\": " << fs.BacklogQuantile(0.99) << ", \"q_p50_bytes\": " << fs.BacklogQuantile(0.5)
+      << ", \"drops\": " << fs.drops << ", \"ecn_marks\": " << fs.marks << ", \"incomplete\": " << incomplete
+      << ", \"probes_per_s_host\": " << Num(sim_s > 0 ? double(ps.probes_sent) / g.topo.hosts / sim_s : 0)
+      << ", \"probe_wire_share\": " << Num(fs.bytes ? double(fs.probe_bytes) / double(fs.bytes) : 0)
+      << ", \"probes\": {\"sent\": " << ps.probes_sent << ", \"stamped\": " << fs.probes_stamped
+      << ", \"full\": " << fs.probes_full << ", \"received\": " << ps.probes_received
+      << ", \"no_flow\": " << ps.probes_no_flow << ", \"responses_sent\": " << ps.responses_sent
+      << ", \"responses_accepted\": " << ps.responses_accepted << ", \"bad_nonce\": " << ps.responses_bad_nonce
+      << ", \"late\": " << ps.responses_late << ", \"bad_int\": " << ps.responses_bad_int
+      << ", \"too_many_hops\": " << ps.responses_too_many_hops << ", \"response_no_flow\": " << ps.responses_no_flow
+      << ", \"malformed\": " << ps.malformed << "}"
+      << ", \"acks\": {\"all\": " << ps.acks << ", \"telemetry\": " << ps.hpcc_acks
+      << ", \"fallback\": " << ps.fallback_acks << "}"
+      << ", \"util\": " << Num(util) << ", \"window_s\": " << Num(window_s) << ", \"sim_s\": " << Num(sim_s)
+      << ", \"wall_s\": " << Num(wall) << "}";
+    if (out_path.empty())
+    {
+        std::cout << o.str() << std::endl;
+    }
+    else
+    {
+        std::ofstream out(out_path, std::ios::app);
+        out << o.str() << "\n";
+    }
+    if (Hpcc().ctl_trace)
+    {
+        std::fclose(Hpcc().ctl_trace);
+    }
+    Simulator::Destroy();
+    return 0;
+}
