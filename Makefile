@@ -12,6 +12,8 @@
 #   make stress     the stress run on a debug kernel (KASAN, lockdep, kmemleak, ...)
 #   make scale      50,000 concurrent hpcc connections in the VM
 #   make incast     N:1 incast, hpcc/dctcp/cubic with Source Flow Control off and on, with a plot
+#   make dc-sim     the module's controller in ns-3 at 100 Gbit/s: a 32-host leaf-spine,
+#                   WebSearch and FB_Hadoop, against dctcp (ns3/run; make dc-sim-full: more)
 #
 # KDIR is any Rust-enabled kernel build tree (built with LLVM=1). Unset, it
 # is the running kernel's (/lib/modules/$(uname -r)/build) when that kernel
@@ -33,7 +35,7 @@ else
 KDIR_WHY := KDIR
 endif
 
-.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast
+.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast dc-sim dc-sim-full
 
 all: modules
 
@@ -101,3 +103,6 @@ stress:
 # `make check` runs it with 5,000).
 scale:
 	HPCC_VM_MEM=$${HPCC_VM_MEM:-4G} HPCC_SCALE_FLOWS=$${HPCC_SCALE_FLOWS:-50000} HPCC_TESTS=hpcc_scale.sh $(ROOT)/vm/check.sh
+
+dc-sim dc-sim-full: setup
+	$(ROOT)/ns3/run $@

@@ -149,6 +149,8 @@ struct Flow
     uint64_t first_write_ns = 0;
     uint64_t rx = 0;
     uint64_t done_ns = 0;
+    uint32_t rtos = 0;       // entries into CA_LOSS: retransmission timeouts
+    uint32_t recoveries = 0; // entries into CA_RECOVERY: fast retransmits
     struct hpcc_tuple tuple = {};
 };
 
@@ -163,6 +165,7 @@ struct Run
     std::vector<std::vector<Ipv4Address>> adj_addr;     // neighbour's address on the link
     std::vector<std::vector<uint64_t>> adj_bps;
     std::vector<Ptr<DcQueueDisc>> downlinks;            // ToR ports towards hosts
+    std::vector<Ptr<QueueDisc>> host_qdiscs;            // hosts' egress (fq)
     std::vector<Flow> flows;
     std::map<std::pair<uint32_t, uint16_t>, uint32_t> by_sender; // (src addr, sport) -> flow
     std::string algo;
@@ -245,6 +248,34 @@ OnConnectFailed(uint32_t id, Ptr<Socket>)
 }
 
 void
+OnCongState(uint32_t id, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+{
+    Flow& f = g.flows[id];
+    f.rtos += now == TcpSocketState::CA_LOSS;
+    f.recoveries += now == TcpSocketState::CA_RECOVERY;
+}
+
+uint32_t g_watch = UINT32_MAX;
+
+void
+Watch(std::string what, uint32_t old_v, uint32_t new_v)
+{
+    std::cerr << "watch " << Simulator::Now().GetNanoSeconds() << " " << what << " " << old_v << " -> " << new_v << "\n";
+}
+
+void
+WatchSeq(std::string what, SequenceNumber32 old_v, SequenceNumber32 new_v)
+{
+    std::cerr << "watch " << Simulator::Now().GetNanoSeconds() << " " << what << " " << old_v << " -> " << new_v << "\n";
+}
+
+void
+WatchRto(Time old_v, Time new_v)
+{
+    std::cerr << "watch " << Simulator::Now().GetNanoSeconds() << " rto " << old_v << " -> " << new_v << "\n";
+}
+
+void
 Open(uint32_t id)
 {
     Flow& f = g.flows[id];
@@ -264,6 +295,15 @@ Open(uint32_t id)
         f.cc = CreateObject<TcpHpcc>();
         f.cc->Attach(g.hpcc_hosts[f.src], f.tuple, id);
         DynamicCast<TcpSocketBase>(f.sock)->SetCongestionControlAlgorithm(f.cc);
+    }
+    f.sock->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, id));
+    if (id == g_watch)
+    {
+        f.sock->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&Watch, std::string("cwnd")));
+        f.sock->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&Watch, std::string("inflight")));
+        f.sock->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&WatchSeq, std::string("ack")));
+        f.sock->TraceConnectWithoutContext("NextTxSequence", MakeBoundCallback(&WatchSeq, std::string("nxt")));
+        f.sock->TraceConnectWithoutContext("RTO", MakeCallback(&WatchRto));
     }
     f.sock->SetConnectCallback(MakeBoundCallback(&OnConnected, id), MakeBoundCallback(&OnConnectFailed, id));
     f.sock->SetSendCallback(MakeBoundCallback(&OnSend, id));
@@ -378,7 +418,7 @@ class HashRoutingHelper : public Ipv4RoutingHelper
 };
 
 void
-Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer)
+Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string& host_queue)
 {
     const Topo& t = g.topo;
     uint32_t n = t.hosts + t.switches;
@@ -408,7 +448,26 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer)
             uint32_t node = side ? l.b : l.a;
             bool sw = node >= t.hosts;
             TrafficControlHelper tch;
-            uint64_t mark = !sw ? 0 : (l.bps >= 400'000'000'000ULL ? mark_400g : mark_100g);
+            if (!sw)
+            {
+                // A host's egress is Linux's fq: flows round-robin, so a
+                // short flow does not wait behind a long one's bytes. It is
+                // FqCoDel with CoDel off (a target of a second); dctcp marks
+                // at fq's ce_threshold, K's sojourn at the host's rate.
+                // ns-3 has no TCP small queues: without the mark a DCTCP
+                // window larger than the path would queue here unseen.
+                Time ce = mark_100g ? NanoSeconds(mark_100g * 8'000'000'000ULL / l.bps) : Time::Max();
+                tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc",
+                                     "MaxSize", QueueSizeValue(QueueSize(host_queue)),
+                                     "Target", StringValue("1s"),
+                                     "Interval", StringValue("2s"),
+                                     "UseEcn", BooleanValue(true),
+                                     "CeThreshold", TimeValue(ce));
+                QueueDiscContainer qd = tch.Install(d.Get(side));
+                g.host_qdiscs.push_back(qd.Get(0));
+                continue;
+            }
+            uint64_t mark = l.bps >= 400'000'000'000ULL ? mark_400g : mark_100g;
             tch.SetRootQueueDisc("hpccsim::DcQueueDisc",
                                  "MaxSize",
                                  QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, static_cast<uint32_t>(buffer))),
@@ -417,15 +476,12 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer)
             QueueDiscContainer qd = tch.Install(d.Get(side));
             auto q = DynamicCast<DcQueueDisc>(qd.Get(0));
             q->SetDevice(DynamicCast<PointToPointNetDevice>(d.Get(side)), l.bps);
-            q->SetSwitchPort(sw);
-            if (sw)
+            q->SetSwitchPort(true);
+            q->SetInt(SpeedCode(l.bps), static_cast<uint16_t>(node), cfg.probe_dscp, cfg.response_dscp);
+            uint32_t other = side ? l.a : l.b;
+            if (other < t.hosts)
             {
-                q->SetInt(SpeedCode(l.bps), static_cast<uint16_t>(node), cfg.probe_dscp, cfg.response_dscp);
-                uint32_t other = side ? l.a : l.b;
-                if (other < t.hosts)
-                {
-                    g.downlinks.push_back(q);
-                }
+                g.downlinks.push_back(q);
             }
         }
         Ipv4InterfaceContainer ifs = addr.Assign(d);
@@ -534,7 +590,7 @@ int
 main(int argc, char* argv[])
 {
     std::string algo = "hpcc", flows_path, out_path, topo_name = "leaf-spine-32", profile = "module", knobs;
-    std::string workload = "?", flows_sha, ctl_trace, fct_out;
+    std::string workload = "?", flows_sha, ctl_trace, fct_out, run_name, host_queue = "1400p";
     double load = 0;
     uint32_t window_us = 0;
     uint64_t limit_us = 0, mark_100g = 300'000, mark_400g = 1'200'000, buffer = 2'000'000;
@@ -544,10 +600,13 @@ main(int argc, char* argv[])
     cmd.AddValue("algo", "hpcc, dctcp, cubic or bbr", algo);
     cmd.AddValue("flows", "flow list (ns3/flows.py)", flows_path);
     cmd.AddValue("out", "append the run's JSON line here (else stdout)", out_path);
-    cmd.AddValue("fct", "write one line per flow (id src dst size start_ns fct_ns ideal_ns)", fct_out);
+    cmd.AddValue("fct",
+                 "write one line per flow: id src dst size start_ns fct_ns ideal_ns acks telemetry_acks rtos recoveries",
+                 fct_out);
     cmd.AddValue("topo", "leaf-spine-32 or fat-tree-320", topo_name);
     cmd.AddValue("profile", "hpcc knob profile (module, drafts)", profile);
     cmd.AddValue("knobs", "hpcc knob overrides NAME=VALUE,...", knobs);
+    cmd.AddValue("name", "label: the run's name (its per-flow file's)", run_name);
     cmd.AddValue("workload", "label: the flow list's workload", workload);
     cmd.AddValue("load", "label: the flow list's load", load);
     cmd.AddValue("window-us", "label: the flow list's arrival window", window_us);
@@ -556,8 +615,12 @@ main(int argc, char* argv[])
     cmd.AddValue("mark-100g", "dctcp: K on 100G ports, bytes", mark_100g);
     cmd.AddValue("mark-400g", "dctcp: K on 400G ports, bytes", mark_400g);
     cmd.AddValue("buffer", "drop-tail buffer per switch port, bytes", buffer);
+    cmd.AddValue("host-queue", "a host's egress fq limit (ns-3 queue size)", host_queue);
     cmd.AddValue("rto-min-us", "TCP minimum RTO", tcp.rto_min_us);
+    cmd.AddValue("delack-count", "TCP: segments per delayed ACK", tcp.delack_count);
+    cmd.AddValue("delack-timeout-us", "TCP: delayed-ACK timeout", tcp.delack_timeout_us);
     cmd.AddValue("ctl-trace", "hpcc: write every hook's hpcc_ctl record here", ctl_trace);
+    cmd.AddValue("watch", "log one flow's TCP state changes (its id) to stderr", g_watch);
     cmd.AddValue("progress-us", "a progress line every this many us of simulated time", progress_us);
     cmd.Parse(argc, argv);
 
@@ -626,7 +689,7 @@ main(int argc, char* argv[])
     {
         Config::SetDefault("ns3::TcpSocketBase::UseEcn", EnumValue(TcpSocketState::On));
     }
-    Build(dctcp ? mark_100g : 0, dctcp ? mark_400g : 0, buffer);
+    Build(dctcp ? mark_100g : 0, dctcp ? mark_400g : 0, buffer, host_queue);
     if (algo == "hpcc")
     {
         for (uint32_t h = 0; h < g.topo.hosts; h++)
@@ -705,6 +768,7 @@ main(int argc, char* argv[])
     const char* names[4] = {"<10KB", "10-100KB", "100KB-1MB", ">1MB"};
     std::vector<double> sd[4];
     uint32_t incomplete = 0;
+    uint64_t rtos = 0, recoveries = 0;
     std::ofstream fct;
     if (!fct_out.empty())
     {
@@ -730,29 +794,37 @@ main(int argc, char* argv[])
         {
             incomplete++;
         }
+        rtos += f.rtos;
+        recoveries += f.recoveries;
         int b = f.size < 10'000 ? 0 : f.size < 100'000 ? 1 : f.size < 1'000'000 ? 2 : 3;
         sd[b].push_back(fct_ns / ideal);
         if (fct)
         {
             fct << f.id << ' ' << f.src << ' ' << f.dst << ' ' << f.size << ' ' << f.start_ns << ' '
-                << (f.done_ns ? Num(fct_ns) : "inf") << ' ' << Num(ideal) << '\n';
+                << (f.done_ns ? std::to_string(uint64_t(fct_ns)) : "inf") << ' ' << uint64_t(ideal) << ' ' << (f.cc ? f.cc->Acks() : 0) << ' '
+                << (f.cc ? f.cc->TelemetryAcks() : 0) << ' ' << f.rtos << ' ' << f.recoveries << '\n';
         }
     }
     const auto& fs = Fabric();
+    uint64_t host_drops = 0;
+    for (auto& q : g.host_qdiscs)
+    {
+        host_drops += q->GetStats().nTotalDroppedPackets;
+    }
     const auto& ps = Probes();
     double window_s = double(window_ns) / 1e9;
     double util = window_s > 0 ? double(g.downlink_bytes_at_window) * 8 /
                                      (double(g.topo.hosts) * double(g.topo.host_bps) * window_s)
                                : 0;
     std::ostringstream o;
-    o << "{\"topo\": \"" << g.topo.name << "\", \"workload\": \"" << workload << "\", \"load\": " << load
+    o << "{\"run\": \"" << run_name << "\", \"topo\": \"" << g.topo.name << "\", \"workload\": \"" << workload << "\", \"load\": " << load
       << ", \"algo\": \"" << algo << "\", \"profile\": \"" << (algo == "hpcc" ? profile : "") << "\""
       << ", \"knobs\": \"" << (algo == "hpcc" ? knobs : "") << "\""
       << ", \"int\": \"" << (algo == "hpcc" ? "probe" : "") << "\", \"sfc\": 0"
       << ", \"flows\": " << g.flows.size() << ", \"flows_sha256\": \"" << flows_sha << "\""
       << ", \"tcp\": " << tcp.Json() << ", \"queues\": {\"buffer_bytes\": " << buffer
       << ", \"ecn_k_100g\": " << (dctcp ? mark_100g : 0) << ", \"ecn_k_400g\": " << (dctcp ? mark_400g : 0)
-      << ", \"device_queue_pkts\": 1}"
+      << ", \"device_queue_pkts\": 1, \"host\": \"fq " << host_queue << (dctcp ? ", ce_threshold K" : "") << "\"}"
       << ", \"buckets\": {";
     for (int b = 0; b < 4; b++)
     {
@@ -761,7 +833,8 @@ main(int argc, char* argv[])
           << ", \"p99\": " << Num(Quantile(sd[b], 0.99)) << "}";
     }
     o << "}, \"q_p99_bytes\": " << fs.BacklogQuantile(0.99) << ", \"q_p50_bytes\": " << fs.BacklogQuantile(0.5)
-      << ", \"drops\": " << fs.drops << ", \"ecn_marks\": " << fs.marks << ", \"incomplete\": " << incomplete
+      << ", \"drops\": " << fs.drops << ", \"host_drops\": " << host_drops << ", \"rtos\": " << rtos
+      << ", \"recoveries\": " << recoveries << ", \"ecn_marks\": " << fs.marks << ", \"incomplete\": " << incomplete
       << ", \"probes_per_s_host\": " << Num(sim_s > 0 ? double(ps.probes_sent) / g.topo.hosts / sim_s : 0)
       << ", \"probe_wire_share\": " << Num(fs.bytes ? double(fs.probe_bytes) / double(fs.bytes) : 0)
       << ", \"probes\": {\"sent\": " << ps.probes_sent << ", \"stamped\": " << fs.probes_stamped

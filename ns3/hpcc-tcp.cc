@@ -552,6 +552,8 @@ TcpHpcc::CongControl(Ptr<TcpSocketState> tcb,
     auto& st = Probes();
     st.acks++;
     st.hpcc_acks += (d.notes >> HPCC_FFI_NOTE_HPCC_ACK) & 1;
+    m_acks++;
+    m_telemetry_acks += (d.notes >> HPCC_FFI_NOTE_HPCC_ACK) & 1;
     st.fallback_acks += (d.notes >> HPCC_FFI_NOTE_FALLBACK_ACK) & 1;
     tcb->m_cWnd = std::max<uint32_t>(d.cwnd, 1) * mss;
     ApplyPacing(tcb, d.pacing_rate);

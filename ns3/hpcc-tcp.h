@@ -132,6 +132,9 @@ class TcpHpcc : public ns3::TcpCongestionOps
     void Deliver(uint64_t rx_ns, uint32_t snd_nxt, const uint8_t* int_stack);
     struct hpcc_nonces* Nonces() const { return m_nonces; }
     bool HasFlow() const { return m_flow != nullptr; }
+    // ACKs this connection's controller decided, and how many by telemetry.
+    uint64_t Acks() const { return m_acks; }
+    uint64_t TelemetryAcks() const { return m_telemetry_acks; }
 
     std::string GetName() const override { return "hpcc"; }
     void Init(ns3::Ptr<ns3::TcpSocketState> tcb) override;
@@ -171,6 +174,8 @@ class TcpHpcc : public ns3::TcpCongestionOps
     struct hpcc_sock m_sock = {};
     struct hpcc_flow* m_flow = nullptr;
     struct hpcc_nonces* m_nonces = nullptr;
+    uint64_t m_acks = 0;
+    uint64_t m_telemetry_acks = 0;
     uint32_t m_srtt_us = 0; // Linux's smoothed RTT (ns-3 keeps it in the socket, out of reach)
     bool m_mail = false;
     uint64_t m_mail_rx_ns = 0;

@@ -16,6 +16,7 @@ DEB_PKGS=(
 	linux-source-6.12
 	python3-pip python3-matplotlib xz-utils ethtool procps
 	dkms util-linux bpftrace linux-perf python3-scapy python3-pyroute2
+	libns3-dev ns3 cmake g++ libgsl-dev libxml2-dev python3-dev
 )
 
 log() { printf 'setup-host: %s\n' "$*" >&2; }
