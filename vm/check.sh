@@ -96,6 +96,9 @@ host_ktap wire_test /usr/bin/python3 "$root/selftests/lib/py/wire_test.py"
 step "host test of the incast benchmark's metrics (selftests/lib/py/incast_test.py)"
 host_ktap incast_test /usr/bin/python3 "$root/selftests/lib/py/incast_test.py"
 
+step "host test of the datacenter flow lists and report (ns3/flows_test.py)"
+host_ktap flows_test /usr/bin/python3 "$root/ns3/flows_test.py"
+
 step "the datacenter simulation's smoke scenario in ns-3 (ns3/smoke.sh)"
 host_ktap dc_sim_smoke bash "$root/ns3/smoke.sh"
 
