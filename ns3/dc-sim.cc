@@ -590,7 +590,7 @@ int
 main(int argc, char* argv[])
 {
     std::string algo = "hpcc", flows_path, out_path, topo_name = "leaf-spine-32", profile = "module", knobs;
-    std::string workload = "?", flows_sha, ctl_trace, fct_out, run_name, host_queue = "1400p";
+    std::string int_mode = "probe", workload = "?", flows_sha, ctl_trace, fct_out, run_name, host_queue = "1400p";
     double load = 0;
     uint32_t window_us = 0;
     uint64_t limit_us = 0, mark_100g = 300'000, mark_400g = 1'200'000, buffer = 2'000'000;
@@ -606,6 +606,7 @@ main(int argc, char* argv[])
     cmd.AddValue("topo", "leaf-spine-32 or fat-tree-320", topo_name);
     cmd.AddValue("profile", "hpcc knob profile (module, drafts)", profile);
     cmd.AddValue("knobs", "hpcc knob overrides NAME=VALUE,...", knobs);
+    cmd.AddValue("int", "hpcc telemetry: probe (the module's probes) or ack (INT on every data segment, echoed by ACKs)", int_mode);
     cmd.AddValue("name", "label: the run's name (its per-flow file's)", run_name);
     cmd.AddValue("workload", "label: the flow list's workload", workload);
     cmd.AddValue("load", "label: the flow list's load", load);
@@ -690,6 +691,12 @@ main(int argc, char* argv[])
         Config::SetDefault("ns3::TcpSocketBase::UseEcn", EnumValue(TcpSocketState::On));
     }
     Build(dctcp ? mark_100g : 0, dctcp ? mark_400g : 0, buffer, host_queue);
+    if (int_mode != "probe" && int_mode != "ack")
+    {
+        std::cerr << "dc-sim: --int is probe or ack\n";
+        return 2;
+    }
+    Hpcc().int_ack = int_mode == "ack";
     if (algo == "hpcc")
     {
         for (uint32_t h = 0; h < g.topo.hosts; h++)
@@ -820,7 +827,7 @@ main(int argc, char* argv[])
     o << "{\"run\": \"" << run_name << "\", \"topo\": \"" << g.topo.name << "\", \"workload\": \"" << workload << "\", \"load\": " << load
       << ", \"algo\": \"" << algo << "\", \"profile\": \"" << (algo == "hpcc" ? profile : "") << "\""
       << ", \"knobs\": \"" << (algo == "hpcc" ? knobs : "") << "\""
-      << ", \"int\": \"" << (algo == "hpcc" ? "probe" : "") << "\", \"sfc\": 0"
+      << ", \"int\": \"" << (algo == "hpcc" ? int_mode : "") << "\", \"sfc\": 0"
       << ", \"flows\": " << g.flows.size() << ", \"flows_sha256\": \"" << flows_sha << "\""
       << ", \"tcp\": " << tcp.Json() << ", \"queues\": {\"buffer_bytes\": " << buffer
       << ", \"ecn_k_100g\": " << (dctcp ? mark_100g : 0) << ", \"ecn_k_400g\": " << (dctcp ? mark_400g : 0)
@@ -843,7 +850,8 @@ main(int argc, char* argv[])
       << ", \"responses_accepted\": " << ps.responses_accepted << ", \"bad_nonce\": " << ps.responses_bad_nonce
       << ", \"late\": " << ps.responses_late << ", \"bad_int\": " << ps.responses_bad_int
       << ", \"too_many_hops\": " << ps.responses_too_many_hops << ", \"response_no_flow\": " << ps.responses_no_flow
-      << ", \"malformed\": " << ps.malformed << "}"
+      << ", \"malformed\": " << ps.malformed << ", \"int_blocks\": " << ps.int_blocks_sent
+      << ", \"int_echoes\": " << ps.int_echoes_sent << "}"
       << ", \"acks\": {\"all\": " << ps.acks << ", \"telemetry\": " << ps.hpcc_acks
       << ", \"fallback\": " << ps.fallback_acks << "}"
       << ", \"util\": " << Num(util) << ", \"window_s\": " << Num(window_s) << ", \"sim_s\": " << Num(sim_s)

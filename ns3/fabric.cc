@@ -5,7 +5,6 @@
 
 extern "C" {
 #include "hpcc_int.h"
-#include "hpcc_probe.h"
 }
 
 #include <algorithm>
@@ -146,42 +145,16 @@ CsumReplace(uint8_t* csum, const uint8_t* old_bytes, const uint8_t* new_bytes, s
     csum[1] = static_cast<uint8_t>(c);
 }
 
-void
-DcQueueDisc::Stamp(Ptr<QueueDiscItem> item, uint32_t wire)
+bool
+DcQueueDisc::StampStack(uint8_t* stack, uint32_t wire, uint8_t* csum)
 {
-    auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
-    if (!ip)
-    {
-        return;
-    }
-    const Ipv4Header& h = ip->GetHeader();
-    Ptr<Packet> p = item->GetPacket();
-    constexpr uint32_t tcp = HPCC_PROBE_TCP_HDR_LEN;
-    constexpr uint32_t len = tcp + HPCC_PROBE_PAYLOAD_LEN;
-    if (h.GetProtocol() != 6 || (h.GetTos() >> 2) != m_probeDscp || p->GetSize() != len)
-    {
-        return;
-    }
-    std::array<uint8_t, len> b;
-    p->CopyData(b.data(), len);
-    const uint8_t* ph = b.data() + tcp;
-    uint32_t magic = (uint32_t(ph[0]) << 24) | (ph[1] << 16) | (ph[2] << 8) | ph[3];
-    if (magic != HPCC_PROBE_MAGIC || ph[4] != HPCC_PROBE_VERSION || ph[5] != HPCC_PROBE_TYPE_PROBE)
-    {
-        return;
-    }
-    uint8_t* stack = b.data() + tcp + HPCC_PROBE_INT_OFF;
     uint32_t word = (stack[0] << 8) | stack[1];
     uint32_t nhop = word >> HPCC_INT_NHOP_POS;
-    if (nhop >= HPCC_INT_MAX_HOPS)
-    {
-        Fabric().probes_full++;
-        return;
-    }
     int sh = hpcc_int_unit_shift(m_speed);
-    if (sh < 0)
+    if (nhop >= HPCC_INT_MAX_HOPS || sh < 0)
     {
-        return;
+        Fabric().probes_full += nhop >= HPCC_INT_MAX_HOPS;
+        return false;
     }
     // Departure: the last bit out, at the port's rate, behind the device's
     // own queue.
@@ -202,13 +175,62 @@ DcQueueDisc::Stamp(Ptr<QueueDiscItem> item, uint32_t wire)
     uint32_t path = (word & HPCC_INT_PATHID_MASK) ^ m_switchId;
     stack[0] = static_cast<uint8_t>(((nhop + 1) << 4) | (path >> 8));
     stack[1] = static_cast<uint8_t>(path);
-    // The probe's checksum stays the valid one plus one (include/hpcc_probe.h).
-    uint8_t* csum = b.data() + 16;
-    CsumReplace(csum, old_rec.data(), rec, HPCC_INT_HOP_LEN);
-    CsumReplace(csum, old_hdr.data(), stack, 4);
-    p->RemoveAtEnd(len);
-    p->AddAtEnd(Create<Packet>(b.data(), len));
+    if (csum)
+    {
+        CsumReplace(csum, old_rec.data(), rec, HPCC_INT_HOP_LEN);
+        CsumReplace(csum, old_hdr.data(), stack, 4);
+    }
     Fabric().probes_stamped++;
+    return true;
+}
+
+void
+DcQueueDisc::Stamp(Ptr<QueueDiscItem> item, uint32_t wire)
+{
+    auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
+    if (!ip)
+    {
+        return;
+    }
+    const Ipv4Header& h = ip->GetHeader();
+    Ptr<Packet> p = item->GetPacket();
+    if (h.GetProtocol() != 6 || (h.GetTos() >> 2) != m_probeDscp || p->GetSize() < 20 + HPCC_PROBE_PAYLOAD_LEN)
+    {
+        return;
+    }
+    constexpr uint32_t len = HPCC_PROBE_TCP_HDR_LEN + HPCC_PROBE_PAYLOAD_LEN;
+    if (p->GetSize() == len)
+    {
+        // A probe: the probe payload right after a 20-byte TCP header,
+        // whose checksum stays the valid one plus one (include/hpcc_probe.h).
+        std::array<uint8_t, len> b{};
+        p->CopyData(b.data(), len);
+        const uint8_t* ph = b.data() + HPCC_PROBE_TCP_HDR_LEN;
+        uint32_t magic = (uint32_t(ph[0]) << 24) | (ph[1] << 16) | (ph[2] << 8) | ph[3];
+        if ((b[12] >> 4) * 4u != HPCC_PROBE_TCP_HDR_LEN || magic != HPCC_PROBE_MAGIC ||
+            ph[4] != HPCC_PROBE_VERSION || ph[5] != HPCC_PROBE_TYPE_PROBE)
+        {
+            return;
+        }
+        if (StampStack(b.data() + HPCC_PROBE_TCP_HDR_LEN + HPCC_PROBE_INT_OFF, wire, b.data() + 16))
+        {
+            p->RemoveAtEnd(len);
+            p->AddAtEnd(Create<Packet>(b.data(), len));
+        }
+        return;
+    }
+    // int=ack: a data segment with the block after its TCP header (ns-3
+    // computes no TCP checksums, so there is none to update).
+    TcpHeader th;
+    IntBlock blk;
+    p->RemoveHeader(th);
+    p->RemoveHeader(blk);
+    if (blk.Ours(HPCC_PROBE_TYPE_PROBE))
+    {
+        StampStack(blk.Int(), wire, nullptr);
+    }
+    p->AddHeader(blk);
+    p->AddHeader(th);
 }
 
 Ptr<QueueDiscItem>
@@ -233,7 +255,10 @@ DcQueueDisc::DoDequeue()
         Fabric().bytes += wire;
         if (dscp != 0 && (dscp == m_probeDscp || dscp == m_responseDscp))
         {
-            Fabric().probe_bytes += wire;
+            // A probe or response whole; with int=ack, the block a data
+            // segment or an ACK carries.
+            bool probe = item->GetSize() == 40 + HPCC_PROBE_PAYLOAD_LEN;
+            Fabric().probe_bytes += probe ? wire : HPCC_PROBE_PAYLOAD_LEN;
         }
     }
     return item;

@@ -13,7 +13,12 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+extern "C" {
+#include "hpcc_probe.h"
+}
+
 #include <array>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -39,6 +44,65 @@ struct FabricStats
 };
 
 FabricStats& Fabric();
+
+// The probe's payload (include/hpcc_probe.h: its header, then the INT
+// stack), carried right after the TCP header of a data segment (type probe,
+// which the switches stamp) or of an ACK (type response, the echo).
+class IntBlock : public ns3::Header
+{
+  public:
+    static ns3::TypeId GetTypeId()
+    {
+        static ns3::TypeId tid =
+            ns3::TypeId("hpccsim::IntBlock").SetParent<ns3::Header>().AddConstructor<IntBlock>();
+        return tid;
+    }
+    ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+    uint32_t GetSerializedSize() const override { return HPCC_PROBE_PAYLOAD_LEN; }
+    void Serialize(ns3::Buffer::Iterator i) const override { i.Write(b.data(), b.size()); }
+    uint32_t Deserialize(ns3::Buffer::Iterator i) override
+    {
+        i.Read(b.data(), b.size());
+        return HPCC_PROBE_PAYLOAD_LEN;
+    }
+    void Print(std::ostream& os) const override { os << "hpcc int block"; }
+
+    void Fill(uint8_t type, uint32_t snd_nxt, const uint8_t* int_stack)
+    {
+        b.fill(0);
+        put32(0, HPCC_PROBE_MAGIC);
+        b[4] = HPCC_PROBE_VERSION;
+        b[5] = type;
+        b[6] = HPCC_PROBE_PAYLOAD_LEN >> 8;
+        b[7] = HPCC_PROBE_PAYLOAD_LEN & 0xff;
+        put32(12, snd_nxt);
+        if (int_stack)
+        {
+            std::memcpy(b.data() + HPCC_PROBE_INT_OFF, int_stack, HPCC_INT_MAX_LEN);
+        }
+    }
+    bool Ours(uint8_t type) const
+    {
+        return get32(0) == HPCC_PROBE_MAGIC && b[4] == HPCC_PROBE_VERSION && b[5] == type;
+    }
+    uint32_t SndNxt() const { return get32(12); }
+    const uint8_t* Int() const { return b.data() + HPCC_PROBE_INT_OFF; }
+    uint8_t* Int() { return b.data() + HPCC_PROBE_INT_OFF; }
+
+  private:
+    void put32(size_t o, uint32_t v)
+    {
+        for (int k = 0; k < 4; k++)
+        {
+            b[o + k] = static_cast<uint8_t>(v >> (24 - 8 * k));
+        }
+    }
+    uint32_t get32(size_t o) const
+    {
+        return (uint32_t(b[o]) << 24) | (uint32_t(b[o + 1]) << 16) | (uint32_t(b[o + 2]) << 8) | b[o + 3];
+    }
+    std::array<uint8_t, HPCC_PROBE_PAYLOAD_LEN> b{};
+};
 
 // One egress port: FIFO, drop-tail at MaxSize bytes. With MarkBytes > 0,
 // an ECN-capable packet that arrives to a backlog above MarkBytes is CE-
@@ -68,6 +132,9 @@ class DcQueueDisc : public ns3::QueueDisc
     bool CheckConfig() override;
     void InitializeParams() override;
     void Stamp(ns3::Ptr<ns3::QueueDiscItem> item, uint32_t wire);
+    // Writes this port's record into an INT stack; updates the TCP
+    // checksum `csum` (RFC 1624) unless null. False if the stack is full.
+    bool StampStack(uint8_t* stack, uint32_t wire, uint8_t* csum);
     uint64_t Backlog() const;
 
     uint32_t m_markBytes = 0;

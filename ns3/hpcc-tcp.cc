@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "hpcc-tcp.h"
 
+#include "fabric.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
@@ -100,6 +102,12 @@ HpccHost::Install(Ptr<Node> node)
     NS_ABORT_MSG_IF(!host->m_tcp, "HpccHost: the node has no TCP");
     host->m_rcv = hpcc_rcvcount_new();
     host->m_ipv4->Insert(host);
+    if (Hpcc().int_ack)
+    {
+        auto tcp = DynamicCast<TcpL4Protocol>(host->m_tcp);
+        host->m_down = tcp->GetDownTarget();
+        tcp->SetDownTarget(MakeCallback(&HpccHost::SendDown, PeekPointer(host)));
+    }
     return host;
 }
 
@@ -164,6 +172,10 @@ HpccHost::Receive(Ptr<Packet> p, const Ipv4Header& header, Ptr<Ipv4Interface> if
 {
     const auto& cfg = Hpcc();
     uint8_t dscp = header.GetTos() >> 2;
+    if (cfg.int_ack && (dscp == cfg.probe_dscp || dscp == cfg.response_dscp) && TakeIntBlock(p, header))
+    {
+        return m_tcp->Receive(p, header, iface);
+    }
     if (cfg.knobs && (dscp == cfg.probe_dscp || dscp == cfg.response_dscp) &&
         p->GetSize() + 20 <= HPCC_FFI_MAX_PACKET_LEN)
     {
@@ -193,6 +205,116 @@ IpL4Protocol::RxStatus
 HpccHost::Receive(Ptr<Packet> p, const Ipv6Header& header, Ptr<Ipv6Interface> iface)
 {
     return m_tcp->Receive(p, header, iface);
+}
+
+static void
+TupleOf(struct hpcc_tuple& t, Ipv4Address src, Ipv4Address dst, uint16_t sport, uint16_t dport)
+{
+    std::memset(&t, 0, sizeof t);
+    t.saddr[10] = t.saddr[11] = t.daddr[10] = t.daddr[11] = 0xff;
+    src.Serialize(t.saddr + 12);
+    dst.Serialize(t.daddr + 12);
+    t.sport = sport;
+    t.dport = dport;
+}
+
+void
+HpccHost::SendDown(Ptr<Packet> p, Ipv4Address src, Ipv4Address dst, uint8_t proto, Ptr<Ipv4Route> route)
+{
+    TcpHeader th;
+    if (proto == 6 && p->PeekHeader(th) != 0)
+    {
+        struct hpcc_tuple t;
+        TupleOf(t, src, dst, th.GetSourcePort(), th.GetDestinationPort());
+        uint32_t payload = p->GetSize() - th.GetSerializedSize();
+        struct hpcc_tuple r;
+        TupleOf(r, dst, src, th.GetDestinationPort(), th.GetSourcePort());
+        auto echo = m_echo.find(Key(r));
+        IntBlock b;
+        uint8_t dscp = 0;
+        if (payload > 0 && m_flows.count(Key(t)))
+        {
+            // A data segment of ours: an empty INT stack for the switches,
+            // and the snd_nxt it leaves at (as a probe carries it).
+            b.Fill(HPCC_PROBE_TYPE_PROBE, (th.GetSequenceNumber() + payload).GetValue(), nullptr);
+            dscp = Hpcc().probe_dscp;
+            Probes().int_blocks_sent++;
+        }
+        else if (echo != m_echo.end() && echo->second.fresh)
+        {
+            // An ACK of a flow we receive: the newest INT its data carried.
+            b.Fill(HPCC_PROBE_TYPE_RESPONSE, echo->second.snd_nxt, echo->second.int_stack.data());
+            echo->second.fresh = false;
+            dscp = Hpcc().response_dscp;
+            Probes().int_echoes_sent++;
+        }
+        if (dscp)
+        {
+            p->RemoveHeader(th);
+            p->AddHeader(b);
+            p->AddHeader(th);
+            SocketIpTosTag tos;
+            p->RemovePacketTag(tos);
+            tos.SetTos(static_cast<uint8_t>(dscp << 2));
+            p->AddPacketTag(tos);
+        }
+    }
+    m_down(p, src, dst, proto, route);
+}
+
+bool
+HpccHost::TakeIntBlock(Ptr<Packet> p, const Ipv4Header& header)
+{
+    TcpHeader th;
+    if (p->PeekHeader(th) == 0 || p->GetSize() < th.GetSerializedSize() + HPCC_PROBE_PAYLOAD_LEN)
+    {
+        return false;
+    }
+    Ptr<Packet> c = p->Copy();
+    c->RemoveHeader(th);
+    IntBlock b;
+    c->PeekHeader(b);
+    struct hpcc_tuple t;
+    TupleOf(t, header.GetSource(), header.GetDestination(), th.GetSourcePort(), th.GetDestinationPort());
+    bool data = b.Ours(HPCC_PROBE_TYPE_PROBE) && m_accepts.count(Key(t));
+    struct hpcc_tuple k;
+    TupleOf(k, header.GetDestination(), header.GetSource(), th.GetDestinationPort(), th.GetSourcePort());
+    auto flow = m_flows.find(Key(k));
+    bool ack = b.Ours(HPCC_PROBE_TYPE_RESPONSE) && flow != m_flows.end();
+    if (!data && !ack)
+    {
+        return false;
+    }
+    auto& st = Probes();
+    if (data)
+    {
+        auto& e = m_echo[Key(t)];
+        e.fresh = true;
+        e.snd_nxt = b.SndNxt();
+        std::memcpy(e.int_stack.data(), b.Int(), e.int_stack.size());
+    }
+    else
+    {
+        st.responses_received++;
+        switch (hpcc_admit_int(b.Int(), HPCC_INT_MAX_LEN, Hpcc().max_hops))
+        {
+        case 0:
+            st.responses_accepted++;
+            flow->second->Deliver(static_cast<uint64_t>(Simulator::Now().GetNanoSeconds()), b.SndNxt(), b.Int());
+            break;
+        case HPCC_FFI_INT_TOO_MANY_HOPS:
+            st.responses_too_many_hops++;
+            break;
+        default:
+            st.responses_bad_int++;
+            break;
+        }
+    }
+    // TCP gets the segment as it was sent.
+    p->RemoveHeader(th);
+    p->RemoveHeader(b);
+    p->AddHeader(th);
+    return true;
 }
 
 // FNV-1a of the tuple: the key of the receiver's flow count (the module
@@ -497,7 +619,8 @@ TcpHpcc::CwndEvent(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCAEvent_t e
     }
     struct hpcc_conn c = Conn(tcb, tcb->m_bytesInFlight.Get());
     uint16_t flags = EnsureFlow(c, false);
-    if (m_flow && hpcc_flow_probe_at_tx_start(m_flow, Hpcc().knobs, &c) && SendProbe(tcb, c.now_ns))
+    if (m_flow && !Hpcc().int_ack && hpcc_flow_probe_at_tx_start(m_flow, Hpcc().knobs, &c) &&
+        SendProbe(tcb, c.now_ns))
     {
         flags |= HPCC_FFI_CTL_PROBED;
     }
@@ -543,7 +666,7 @@ TcpHpcc::CongControl(Ptr<TcpSocketState> tcb,
     }
     struct hpcc_ack_decision d;
     hpcc_sock_on_ack(&m_sock, Hpcc().knobs, &c, &r, m_flow, took ? &resp : nullptr, m_flow ? &sfc : nullptr, &d);
-    if (m_flow && d.probe && SendProbe(tcb, c.now_ns))
+    if (m_flow && d.probe && !Hpcc().int_ack && SendProbe(tcb, c.now_ns))
     {
         flags |= HPCC_FFI_CTL_PROBED;
     }

@@ -39,6 +39,10 @@ struct HpccConfig
     uint32_t max_hops = 0;
     uint64_t rcv_count_ns = 0;
     FILE* ctl_trace = nullptr; // hpcc_ctl records for hpcc-replay --ctl
+    // The drafts' RDMA-style variant instead of probes: every data segment
+    // carries an INT block the switches stamp, and every ACK echoes the
+    // newest one back (int=ack).
+    bool int_ack = false;
 };
 HpccConfig& Hpcc();
 // Loads `profile` with NAME=VALUE overrides; false if the core refuses it.
@@ -59,6 +63,8 @@ struct ProbeStats
     uint64_t responses_too_many_hops = 0;
     uint64_t responses_no_flow = 0;
     uint64_t malformed = 0; // the DSCP, but not exactly our format: passed to TCP
+    uint64_t int_blocks_sent = 0;   // int=ack: data segments that carried an INT block
+    uint64_t int_echoes_sent = 0;   // int=ack: ACKs that echoed one
     uint64_t acks = 0;
     uint64_t hpcc_acks = 0;     // decided by telemetry (note HpccAck)
     uint64_t fallback_acks = 0; // by the fallback law (note FallbackAck)
@@ -94,6 +100,13 @@ class HpccHost : public ns3::IpL4Protocol
     DownTargetCallback6 GetDownTarget6() const override { return m_tcp->GetDownTarget6(); }
 
   private:
+    // int=ack: TCP's segments on their way down, and up.
+    void SendDown(ns3::Ptr<ns3::Packet> p,
+                  ns3::Ipv4Address src,
+                  ns3::Ipv4Address dst,
+                  uint8_t proto,
+                  ns3::Ptr<ns3::Ipv4Route> route);
+    bool TakeIntBlock(ns3::Ptr<ns3::Packet> p, const ns3::Ipv4Header& header);
     void OnProbe(const struct hpcc_packet& pkt, uint64_t now);
     void OnResponse(const struct hpcc_packet& pkt, uint64_t now);
 
@@ -105,6 +118,16 @@ class HpccHost : public ns3::IpL4Protocol
     std::map<std::array<uint8_t, 36>, TcpHpcc*> m_flows;
     // Connections this host receives (to answer only those), by tuple.
     std::map<std::array<uint8_t, 36>, uint32_t> m_accepts;
+    // int=ack: TCP's own way down, and the newest INT block each received
+    // flow carried (to echo on its next ACK).
+    DownTargetCallback m_down;
+    struct Echo
+    {
+        bool fresh = false;
+        uint32_t snd_nxt = 0;
+        std::array<uint8_t, HPCC_FFI_INT_LEN> int_stack{};
+    };
+    std::map<std::array<uint8_t, 36>, Echo> m_echo;
 
   public:
     void Accept(const struct hpcc_tuple& t) { m_accepts[Key(t)]++; }
