@@ -256,9 +256,8 @@ DcQueueDisc::DoDequeue()
         if (dscp != 0 && (dscp == m_probeDscp || dscp == m_responseDscp))
         {
             // A probe or response whole; with int=ack, the block a data
-            // segment or an ACK carries.
-            bool probe = item->GetSize() == 40 + HPCC_PROBE_PAYLOAD_LEN;
-            Fabric().probe_bytes += probe ? wire : HPCC_PROBE_PAYLOAD_LEN;
+            // segment or an ACK carries (an ACK with one is a probe's size).
+            Fabric().probe_bytes += Fabric().int_ack ? HPCC_PROBE_PAYLOAD_LEN : wire;
         }
     }
     return item;

@@ -37,6 +37,7 @@ struct FabricStats
     uint64_t probes_stamped = 0;
     uint64_t probes_full = 0; // arrived with HPCC_INT_MAX_HOPS records: left alone
     uint64_t probe_bytes = 0; // probe and response bytes sent by switch ports
+    bool int_ack = false;     // int=ack: count the INT blocks, not whole packets
     uint64_t bytes = 0;       // all bytes sent by switch ports
 
     // The smallest backlog that `q` of the arrivals found or exceeded.
