@@ -164,6 +164,7 @@ struct Run
     std::vector<std::vector<uint32_t>> adj_if;          // local interface per neighbour
     std::vector<std::vector<Ipv4Address>> adj_addr;     // neighbour's address on the link
     std::vector<std::vector<uint64_t>> adj_bps;
+    std::vector<std::vector<int>> dist;                 // links from each host to every node
     std::vector<Ptr<DcQueueDisc>> downlinks;            // ToR ports towards hosts
     std::vector<Ptr<QueueDisc>> host_qdiscs;            // hosts' egress (fq)
     std::vector<Flow> flows;
@@ -417,6 +418,27 @@ class HashRoutingHelper : public Ipv4RoutingHelper
     }
 };
 
+// Links from `from` to every node (breadth first over the topology).
+std::vector<int>
+Distances(uint32_t from)
+{
+    std::vector<int> dist(g.adj.size(), -1);
+    std::vector<uint32_t> q{from};
+    dist[from] = 0;
+    for (size_t i = 0; i < q.size(); i++)
+    {
+        for (uint32_t v : g.adj[q[i]])
+        {
+            if (dist[v] < 0)
+            {
+                dist[v] = dist[q[i]] + 1;
+                q.push_back(v);
+            }
+        }
+    }
+    return dist;
+}
+
 void
 Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string& host_queue)
 {
@@ -502,20 +524,8 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
     // Every shortest path to every host, as equal-cost next hops.
     for (uint32_t h = 0; h < t.hosts; h++)
     {
-        std::vector<int> dist(n, -1);
-        std::vector<uint32_t> q{h};
-        dist[h] = 0;
-        for (size_t i = 0; i < q.size(); i++)
-        {
-            for (uint32_t v : g.adj[q[i]])
-            {
-                if (dist[v] < 0)
-                {
-                    dist[v] = dist[q[i]] + 1;
-                    q.push_back(v);
-                }
-            }
-        }
+        g.dist.push_back(Distances(h));
+        const std::vector<int>& dist = g.dist.back();
         for (uint32_t u = 0; u < n; u++)
         {
             if (u == h || dist[u] < 0)
@@ -536,26 +546,11 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
     }
 }
 
-// Hops (links) between two hosts and the one-way store-and-forward of one
-// packet over the links after the first.
+// Links between two hosts.
 uint32_t
 Links(uint32_t a, uint32_t b)
 {
-    std::vector<int> dist(g.topo.hosts + g.topo.switches, -1);
-    std::vector<uint32_t> q{a};
-    dist[a] = 0;
-    for (size_t i = 0; i < q.size(); i++)
-    {
-        for (uint32_t v : g.adj[q[i]])
-        {
-            if (dist[v] < 0)
-            {
-                dist[v] = dist[q[i]] + 1;
-                q.push_back(v);
-            }
-        }
-    }
-    return static_cast<uint32_t>(dist[b]);
+    return static_cast<uint32_t>(g.dist[a][b]);
 }
 
 // ---- results ----------------------------------------------------------------
