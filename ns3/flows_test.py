@@ -117,6 +117,11 @@ def t_report_ratios_and_bars():
         "hpcc/anchor HPCC p95 <10KB": (round(2.0 / 1.24, 3), False),
     }
     ok = all(got.get(k) == v for k, v in want.items())
+    # A variant is judged under its own label.
+    v = run("hpcc", [1.0, 2.0, 4.0, 5.0], 2.0, 10_000)
+    v["knobs"] = "init_window_bytes=125000"
+    names = [c[0] for c in dc_report.judge(("leaf-spine-32", "WebSearch", 0.3, "abc"), rs + [v], io.StringIO())]
+    ok &= any(n.endswith("hpcc [init_window_bytes=125000]/dctcp p99 slowdown 10-100KB") for n in names)
     # A run with an incomplete flow fails the queue bar; a run that is not
     # the anchors' configuration is not compared with them.
     rs[0]["incomplete"] = 1
