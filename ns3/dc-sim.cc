@@ -163,7 +163,6 @@ struct Run
     std::vector<std::vector<uint32_t>> adj;             // neighbour node ids
     std::vector<std::vector<uint32_t>> adj_if;          // local interface per neighbour
     std::vector<std::vector<Ipv4Address>> adj_addr;     // neighbour's address on the link
-    std::vector<std::vector<uint64_t>> adj_bps;
     std::vector<std::vector<int>> dist;                 // links from each host to every node
     std::vector<Ptr<DcQueueDisc>> downlinks;            // ToR ports towards hosts
     std::vector<Ptr<QueueDisc>> host_qdiscs;            // hosts' egress (fq)
@@ -183,15 +182,6 @@ uint64_t
 NowNs()
 {
     return static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
-}
-
-void
-V4Mapped(uint8_t out[16], Ipv4Address a)
-{
-    std::memset(out, 0, 16);
-    out[10] = 0xff;
-    out[11] = 0xff;
-    a.Serialize(out + 12);
 }
 
 void Pump(Flow& f);
@@ -287,10 +277,7 @@ Open(uint32_t id)
     f.sock->GetSockName(local);
     uint16_t sport = InetSocketAddress::ConvertFrom(local).GetPort();
     g.by_sender[{g.host_addr[f.src].Get(), sport}] = id;
-    V4Mapped(f.tuple.saddr, g.host_addr[f.src]);
-    V4Mapped(f.tuple.daddr, g.host_addr[f.dst]);
-    f.tuple.sport = sport;
-    f.tuple.dport = 100;
+    f.tuple = V4Tuple(g.host_addr[f.src], g.host_addr[f.dst], sport, 100);
     if (g.algo == "hpcc")
     {
         f.cc = CreateObject<TcpHpcc>();
@@ -452,7 +439,6 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
     g.adj.assign(n, {});
     g.adj_if.assign(n, {});
     g.adj_addr.assign(n, {});
-    g.adj_bps.assign(n, {});
     g.host_addr.assign(t.hosts, Ipv4Address());
     Ipv4AddressHelper addr("10.0.0.0", "255.255.255.252");
     const auto& cfg = Hpcc();
@@ -498,7 +484,6 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
             QueueDiscContainer qd = tch.Install(d.Get(side));
             auto q = DynamicCast<DcQueueDisc>(qd.Get(0));
             q->SetDevice(DynamicCast<PointToPointNetDevice>(d.Get(side)), l.bps);
-            q->SetSwitchPort(true);
             q->SetInt(SpeedCode(l.bps), static_cast<uint16_t>(node), cfg.probe_dscp, cfg.response_dscp);
             uint32_t other = side ? l.a : l.b;
             if (other < t.hosts)
@@ -514,7 +499,6 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
             g.adj[node].push_back(other);
             g.adj_if[node].push_back(ifs.Get(side).second);
             g.adj_addr[node].push_back(ifs.GetAddress(1 - side));
-            g.adj_bps[node].push_back(l.bps);
             if (node < t.hosts)
             {
                 g.host_addr[node] = ifs.GetAddress(side);
@@ -537,7 +521,7 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
             {
                 if (dist[g.adj[u][k]] == dist[u] - 1)
                 {
-                    hops.push_back({g.adj_if[u][k], g.adj_addr[u][k]});
+                    hops.push_back({g.adj_if[u][k], g.adj_addr[u][k], nullptr});
                 }
             }
             auto r = DynamicCast<HashRouting>(g.nodes.Get(u)->GetObject<Ipv4>()->GetRoutingProtocol());

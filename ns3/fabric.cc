@@ -104,24 +104,17 @@ bool
 DcQueueDisc::DoEnqueue(Ptr<QueueDiscItem> item)
 {
     uint64_t backlog = Backlog();
-    if (m_switchPort)
-    {
-        auto& st = Fabric();
-        size_t b = std::min<uint64_t>(backlog / FabricStats::kBucket, st.arrivals_by_backlog.size() - 1);
-        st.arrivals_by_backlog[b]++;
-    }
+    auto& st = Fabric();
+    st.arrivals_by_backlog[std::min<uint64_t>(backlog / FabricStats::kBucket, st.arrivals_by_backlog.size() - 1)]++;
     if (GetCurrentSize() + item > GetMaxSize())
     {
-        if (m_switchPort)
-        {
-            Fabric().drops++;
-        }
+        st.drops++;
         DropBeforeEnqueue(item, "buffer full");
         return false;
     }
-    if (m_markBytes != 0 && backlog > m_markBytes && item->Mark() && m_switchPort)
+    if (m_markBytes != 0 && backlog > m_markBytes && item->Mark())
     {
-        Fabric().marks++;
+        st.marks++;
     }
     return GetInternalQueue(0)->Enqueue(item);
 }
@@ -248,17 +241,14 @@ DcQueueDisc::DoDequeue()
     {
         Stamp(item, wire);
     }
-    if (m_switchPort)
+    auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
+    uint8_t dscp = ip ? ip->GetHeader().GetTos() >> 2 : 0;
+    Fabric().bytes += wire;
+    if (dscp != 0 && (dscp == m_probeDscp || dscp == m_responseDscp))
     {
-        auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
-        uint8_t dscp = ip ? ip->GetHeader().GetTos() >> 2 : 0;
-        Fabric().bytes += wire;
-        if (dscp != 0 && (dscp == m_probeDscp || dscp == m_responseDscp))
-        {
-            // A probe or response whole; with int=ack, the block a data
-            // segment or an ACK carries (an ACK with one is a probe's size).
-            Fabric().probe_bytes += Fabric().int_ack ? HPCC_PROBE_PAYLOAD_LEN : wire;
-        }
+        // A probe or response whole; with int=ack, the block a data
+        // segment or an ACK carries (an ACK with one is a probe's size).
+        Fabric().probe_bytes += Fabric().int_ack ? HPCC_PROBE_PAYLOAD_LEN : wire;
     }
     return item;
 }
@@ -292,6 +282,15 @@ HashRouting::GetTypeId()
 void
 HashRouting::AddRoute(Ipv4Address dst, std::vector<NextHop> hops)
 {
+    // One route object per next hop, built once: forwarding only reads it.
+    for (auto& h : hops)
+    {
+        h.route = Create<Ipv4Route>();
+        h.route->SetDestination(dst);
+        h.route->SetGateway(h.gateway);
+        h.route->SetOutputDevice(m_ipv4->GetNetDevice(h.iface));
+        h.route->SetSource(m_ipv4->GetAddress(h.iface, 0).GetLocal());
+    }
     m_routes[dst.Get()] = std::move(hops);
 }
 
@@ -331,12 +330,7 @@ HashRouting::Pick(Ptr<const Packet> p, const Ipv4Header& h)
         x = Mix(x, ports);
         i = x % hops.size();
     }
-    auto r = Create<Ipv4Route>();
-    r->SetDestination(h.GetDestination());
-    r->SetGateway(hops[i].gateway);
-    r->SetOutputDevice(m_ipv4->GetNetDevice(hops[i].iface));
-    r->SetSource(m_ipv4->GetAddress(hops[i].iface, 0).GetLocal());
-    return r;
+    return hops[i].route;
 }
 
 Ptr<Ipv4Route>

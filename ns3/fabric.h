@@ -105,7 +105,7 @@ class IntBlock : public ns3::Header
     std::array<uint8_t, HPCC_PROBE_PAYLOAD_LEN> b{};
 };
 
-// One egress port: FIFO, drop-tail at MaxSize bytes. With MarkBytes > 0,
+// One switch egress port: FIFO, drop-tail at MaxSize bytes. With MarkBytes > 0,
 // an ECN-capable packet that arrives to a backlog above MarkBytes is CE-
 // marked (RED with an instantaneous queue, MinTh = MaxTh = K: the anchors'
 // DCTCP switch). With a speed code (include/hpcc_int.h), an HPCC++ probe
@@ -124,7 +124,6 @@ class DcQueueDisc : public ns3::QueueDisc
     // Stamp probes (a speed code, the switch's 12-bit ID); the DSCPs of
     // probes and responses (the hosts' knobs), to stamp and to count them.
     void SetInt(uint8_t speed_code, uint16_t switch_id, uint8_t probe_dscp, uint8_t response_dscp);
-    void SetSwitchPort(bool on) { m_switchPort = on; }
     uint64_t TxBytes() const { return m_txBytes; }
 
   private:
@@ -145,7 +144,6 @@ class DcQueueDisc : public ns3::QueueDisc
     uint16_t m_switchId = 0;
     uint8_t m_probeDscp = 0;
     uint8_t m_responseDscp = 0;
-    bool m_switchPort = false;
     uint64_t m_txBytes = 0;
 };
 
@@ -162,6 +160,7 @@ class HashRouting : public ns3::Ipv4RoutingProtocol
     {
         uint32_t iface;
         ns3::Ipv4Address gateway;
+        ns3::Ptr<ns3::Ipv4Route> route; // built by AddRoute
     };
     void AddRoute(ns3::Ipv4Address dst, std::vector<NextHop> hops);
     void SetSeed(uint32_t seed) { m_seed = seed; }

@@ -207,15 +207,17 @@ HpccHost::Receive(Ptr<Packet> p, const Ipv6Header& header, Ptr<Ipv6Interface> if
     return m_tcp->Receive(p, header, iface);
 }
 
-static void
-TupleOf(struct hpcc_tuple& t, Ipv4Address src, Ipv4Address dst, uint16_t sport, uint16_t dport)
+struct hpcc_tuple
+V4Tuple(Ipv4Address src, Ipv4Address dst, uint16_t sport, uint16_t dport)
 {
+    struct hpcc_tuple t;
     std::memset(&t, 0, sizeof t);
     t.saddr[10] = t.saddr[11] = t.daddr[10] = t.daddr[11] = 0xff;
     src.Serialize(t.saddr + 12);
     dst.Serialize(t.daddr + 12);
     t.sport = sport;
     t.dport = dport;
+    return t;
 }
 
 void
@@ -224,11 +226,9 @@ HpccHost::SendDown(Ptr<Packet> p, Ipv4Address src, Ipv4Address dst, uint8_t prot
     TcpHeader th;
     if (proto == 6 && p->PeekHeader(th) != 0)
     {
-        struct hpcc_tuple t;
-        TupleOf(t, src, dst, th.GetSourcePort(), th.GetDestinationPort());
+        struct hpcc_tuple t = V4Tuple(src, dst, th.GetSourcePort(), th.GetDestinationPort());
         uint32_t payload = p->GetSize() - th.GetSerializedSize();
-        struct hpcc_tuple r;
-        TupleOf(r, dst, src, th.GetDestinationPort(), th.GetSourcePort());
+        struct hpcc_tuple r = V4Tuple(dst, src, th.GetDestinationPort(), th.GetSourcePort());
         auto echo = m_echo.find(Key(r));
         IntBlock b;
         uint8_t dscp = 0;
@@ -270,19 +270,17 @@ HpccHost::TakeIntBlock(Ptr<Packet> p, const Ipv4Header& header)
     {
         return false;
     }
-    Ptr<Packet> c = p->Copy();
-    c->RemoveHeader(th);
+    p->RemoveHeader(th);
     IntBlock b;
-    c->PeekHeader(b);
-    struct hpcc_tuple t;
-    TupleOf(t, header.GetSource(), header.GetDestination(), th.GetSourcePort(), th.GetDestinationPort());
+    p->PeekHeader(b);
+    struct hpcc_tuple t = V4Tuple(header.GetSource(), header.GetDestination(), th.GetSourcePort(), th.GetDestinationPort());
     bool data = b.Ours(HPCC_PROBE_TYPE_PROBE) && m_accepts.count(Key(t));
-    struct hpcc_tuple k;
-    TupleOf(k, header.GetDestination(), header.GetSource(), th.GetDestinationPort(), th.GetSourcePort());
+    struct hpcc_tuple k = V4Tuple(header.GetDestination(), header.GetSource(), th.GetDestinationPort(), th.GetSourcePort());
     auto flow = m_flows.find(Key(k));
     bool ack = b.Ours(HPCC_PROBE_TYPE_RESPONSE) && flow != m_flows.end();
     if (!data && !ack)
     {
+        p->AddHeader(th);
         return false;
     }
     auto& st = Probes();
@@ -311,7 +309,6 @@ HpccHost::TakeIntBlock(Ptr<Packet> p, const Ipv4Header& header)
         }
     }
     // TCP gets the segment as it was sent.
-    p->RemoveHeader(th);
     p->RemoveHeader(b);
     p->AddHeader(th);
     return true;

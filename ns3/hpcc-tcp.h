@@ -48,6 +48,9 @@ HpccConfig& Hpcc();
 // Loads `profile` with NAME=VALUE overrides; false if the core refuses it.
 bool ConfigLoad(const std::string& profile, const std::vector<std::pair<std::string, uint32_t>>& set);
 
+// A flow's tuple as the core takes it: IPv4-mapped addresses, host-order ports.
+struct hpcc_tuple V4Tuple(ns3::Ipv4Address src, ns3::Ipv4Address dst, uint16_t sport, uint16_t dport);
+
 // What every host's probe path counted.
 struct ProbeStats
 {
