@@ -583,7 +583,7 @@ main(int argc, char* argv[])
                  "write one line per flow: id src dst size start_ns fct_ns ideal_ns acks telemetry_acks rtos recoveries",
                  fct_out);
     cmd.AddValue("topo", "leaf-spine-32 or fat-tree-320", topo_name);
-    cmd.AddValue("profile", "hpcc knob profile (module, drafts)", profile);
+    cmd.AddValue("profile", "hpcc knob profile (module, datacenter, drafts)", profile);
     cmd.AddValue("knobs", "hpcc knob overrides NAME=VALUE,...", knobs);
     cmd.AddValue("int", "hpcc telemetry: probe (the module's probes) or ack (INT on every data segment, echoed by ACKs)", int_mode);
     cmd.AddValue("name", "label: the run's name (its per-flow file's)", run_name);

@@ -34,6 +34,10 @@ pub const INIT_BYTES_TCP: u32 = 10 * 1460;
 /// the base RTT, about 64 KiB at 25 Gbit/s and 20 us.
 pub const INIT_BYTES_LINE_RATE: u32 = 64 * 1024;
 
+/// A datacenter host's line-rate start: one BDP of a 100 Gbit/s path with
+/// a 10 us base RTT (12.5 bytes/ns x 10,000 ns).
+pub const INIT_BYTES_DATACENTER: u32 = 125_000;
+
 /// Smallest window the law ever returns, in segments.
 pub const MIN_SEGS_FLOOR: u32 = 2;
 

@@ -12,7 +12,7 @@
 use core::fmt;
 
 use super::fallback::{
-    FallbackParamError, FallbackParams, BETA_SCALE, INIT_BYTES_LINE_RATE, MAX_SEGS_CEIL, MIN_SEGS_FLOOR,
+    FallbackParamError, FallbackParams, BETA_SCALE, INIT_BYTES_DATACENTER, INIT_BYTES_LINE_RATE, MAX_SEGS_CEIL, MIN_SEGS_FLOOR,
 };
 use super::fixed::ETA_SCALE;
 use super::params::{
@@ -466,11 +466,21 @@ impl Knobs {
         ..Self::DEFAULT
     };
 
+    /// The module's defaults with the drafts' line-rate start for a
+    /// datacenter host: the initial window is one BDP of a 100 Gbit/s path
+    /// with a 10 us base RTT ([`INIT_BYTES_DATACENTER`]) instead of TCP's
+    /// 10 segments, so that a flow of up to a BDP finishes in one RTT and the
+    /// first telemetry, not slow start, sizes a longer one. The kernel loads
+    /// it as `init_window_bytes=125000`.
+    pub const DATACENTER: Self = Self { init_window_bytes: INIT_BYTES_DATACENTER, ..Self::DEFAULT };
+
     /// A named profile: `module` ([`Knobs::DEFAULT`], what the module
-    /// ships) or `drafts` ([`Knobs::DRAFTS`]).
+    /// ships), `datacenter` ([`Knobs::DATACENTER`]) or `drafts`
+    /// ([`Knobs::DRAFTS`]).
     pub fn profile(name: &str) -> Option<Self> {
         match name {
             "module" => Some(Self::DEFAULT),
+            "datacenter" => Some(Self::DATACENTER),
             "drafts" => Some(Self::DRAFTS),
             _ => None,
         }
@@ -558,7 +568,26 @@ mod tests {
         assert_eq!(Knobs::DRAFTS.validate(), Ok(()));
         assert_eq!(Knobs::profile("module"), Some(Knobs::DEFAULT));
         assert_eq!(Knobs::profile("drafts"), Some(Knobs::DRAFTS));
+        assert_eq!(Knobs::DATACENTER.validate(), Ok(()));
+        assert_eq!(Knobs::profile("datacenter"), Some(Knobs::DATACENTER));
         assert_eq!(Knobs::profile("x"), None);
+    }
+
+    /// The datacenter profile is the module's but for a line-rate start:
+    /// one BDP of 100 Gbit/s x 10 us, what the kernel takes as
+    /// `init_window_bytes=125000` (the README says so).
+    #[test]
+    fn datacenter_is_module_with_a_line_rate_start() {
+        let diff: std::vec::Vec<_> = Knobs::DATACENTER
+            .entries()
+            .into_iter()
+            .zip(Knobs::DEFAULT.entries())
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(diff, [("init_window_bytes", 125_000)]);
+        assert_eq!(u64::from(INIT_BYTES_DATACENTER), 100_000_000_000u64 / 8 * 10 / 1_000_000);
+        assert!(include_str!("../../README.md").contains("init_window_bytes=125000"));
         assert_eq!(Knobs::DEFAULT.entries().len(), Knobs::COUNT);
     }
 

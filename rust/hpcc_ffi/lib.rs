@@ -153,8 +153,9 @@ unsafe fn free<T>(p: *mut T) {
 
 // ---- knobs --------------------------------------------------------------
 
-/// A knob profile: `"module"` (what the module ships) or `"drafts"`; NULL
-/// (or NULL `profile`) for the module's. Returns NULL for an unknown name.
+/// A knob profile: `"module"` (what the module ships), `"datacenter"` or
+/// `"drafts"` ([`Knobs::profile`]); NULL `profile` for the module's.
+/// Returns NULL for an unknown name.
 ///
 /// # Safety
 ///
