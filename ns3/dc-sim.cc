@@ -48,6 +48,10 @@ struct TcpSettings
     uint64_t rto_min_us = 5000;
     uint32_t delack_count = 2;
     uint64_t delack_timeout_us = 200;
+    // TIME_WAIT (2 MSL): ns-3's 120 s MSL would hold every finished
+    // connection's endpoint for the whole run, and each received packet
+    // searches a host's endpoints one by one. No port is reused in a run.
+    uint64_t time_wait_us = 2000;
 
     std::string Json() const
     {
@@ -55,7 +59,7 @@ struct TcpSettings
         o << "{\"mss\": " << mss << ", \"init_cwnd\": " << init_cwnd << ", \"sack\": " << (sack ? "true" : "false")
           << ", \"buf_bytes\": " << buf_bytes << ", \"rto_min_us\": " << rto_min_us
           << ", \"delack_count\": " << delack_count << ", \"delack_timeout_us\": " << delack_timeout_us
-          << ", \"timestamps\": false}";
+          << ", \"time_wait_us\": " << time_wait_us << ", \"timestamps\": false}";
         return o.str();
     }
 };
@@ -327,6 +331,10 @@ OnRecv(Ptr<Socket> s)
         {
             f.done_ns = NowNs();
             Finish(f);
+            // The RPC is answered: the receiver closes too, so that both
+            // ends release their endpoints.
+            s->Close();
+            return;
         }
     }
 }
@@ -597,6 +605,7 @@ main(int argc, char* argv[])
     cmd.AddValue("buffer", "drop-tail buffer per switch port, bytes", buffer);
     cmd.AddValue("host-queue", "a host's egress fq limit (ns-3 queue size)", host_queue);
     cmd.AddValue("rto-min-us", "TCP minimum RTO", tcp.rto_min_us);
+    cmd.AddValue("time-wait-us", "TCP TIME_WAIT (2 MSL)", tcp.time_wait_us);
     cmd.AddValue("delack-count", "TCP: segments per delayed ACK", tcp.delack_count);
     cmd.AddValue("delack-timeout-us", "TCP: delayed-ACK timeout", tcp.delack_timeout_us);
     cmd.AddValue("ctl-trace", "hpcc: write every hook's hpcc_ctl record here", ctl_trace);
@@ -671,6 +680,7 @@ main(int argc, char* argv[])
     // 0. Without them it times segments in simulated nanoseconds.
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MicroSeconds(tcp.rto_min_us)));
+    Config::SetDefault("ns3::TcpSocketBase::MaxSegLifetime", DoubleValue(tcp.time_wait_us / 2e6));
     Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MicroSeconds(1)));
     Config::SetDefault("ns3::TcpSocketState::MaxPacingRate", DataRateValue(DataRate(g.topo.host_bps)));
     if (dctcp)
