@@ -34,7 +34,7 @@ use crate::hpcc_core::guard::{admit_flow, Admit};
 use crate::hpcc_core::nonce::NonceRing;
 use crate::hpcc_core::control::{FlowCtl, TraceSample};
 use crate::hpcc_core::probe::{Tuple, INT_LEN};
-use crate::hpcc_core::sfc::{ReplayFilter, Signal};
+use crate::hpcc_core::sfc::{Mail as SfcMail, ReplayFilter, Signal};
 use crate::netns::NetRef;
 use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
@@ -112,67 +112,6 @@ impl Mailbox {
         };
         self.unlock();
         out
-    }
-}
-
-/// The newest accepted SFC signal of a flow, from the netfilter hook for
-/// the next ACK: the window cut's inputs and a pause the hook could not
-/// apply because the socket was owned by user. Racing writers may mix two
-/// signals' fields, which only changes which of two valid cuts applies.
-pub(crate) struct SfcMail {
-    /// Bumped after each signal's fields are stored.
-    pub(crate) gen: AtomicU32,
-    /// The bottleneck's queue, bytes.
-    pub(crate) qlen: AtomicU32,
-    /// The bottleneck's speed code.
-    pub(crate) speed: AtomicU32,
-    /// A pause not applied yet: the departure clock's target, ns (0: none).
-    pub(crate) pause_until_ns: AtomicU64,
-    /// When the last signal was accepted, ns (0: none yet).
-    last_rx_ns: AtomicU64,
-    /// The longest silence before a signal since the ACK path last took
-    /// it ([`SfcMail::take_gap`]), ns (0: no signal since).
-    max_gap_ns: AtomicU64,
-}
-
-impl SfcMail {
-    const fn new() -> Self {
-        Self {
-            gen: AtomicU32::new(0),
-            qlen: AtomicU32::new(0),
-            speed: AtomicU32::new(0),
-            pause_until_ns: AtomicU64::new(0),
-            last_rx_ns: AtomicU64::new(0),
-            max_gap_ns: AtomicU64::new(0),
-        }
-    }
-
-    /// The longest silence before a signal since the last call, ns (0:
-    /// no signal since). One load on an ACK without a new signal.
-    pub(crate) fn take_gap(&self) -> u64 {
-        if self.max_gap_ns.load(Relaxed) == 0 {
-            return 0;
-        }
-        self.max_gap_ns.swap(0, Relaxed)
-    }
-
-    /// Records a signal accepted at `now_ns` (and a pause to apply later,
-    /// if any).
-    pub(crate) fn put(&self, now_ns: u64, qlen: u32, speed: u8, deferred_until_ns: Option<u64>) {
-        // The silence before it: the controller ends an episode of cuts
-        // only after one as long as the signalled queue's drain plus T,
-        // which the ACKs, far apart while a storm paces the flow down,
-        // cannot show. The first signal comes after an endless one; never
-        // 0, which means none.
-        let last = self.last_rx_ns.swap(now_ns, Relaxed);
-        let gap = if last == 0 { u64::MAX } else { now_ns.saturating_sub(last).max(1) };
-        self.max_gap_ns.fetch_max(gap, Relaxed);
-        self.qlen.store(qlen, Relaxed);
-        self.speed.store(u32::from(speed), Relaxed);
-        if let Some(t) = deferred_until_ns {
-            self.pause_until_ns.fetch_max(t, Relaxed);
-        }
-        self.gen.fetch_add(1, Release);
     }
 }
 

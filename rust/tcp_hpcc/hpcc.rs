@@ -28,7 +28,6 @@ use crate::probe_tx::{self, now_ns};
 use crate::sock::TcpSock;
 use crate::stats::{inc, Counter};
 use crate::trace;
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use kernel::prelude::*;
 
 /// HPCC++ with INT probes, Source Flow Control and the no-telemetry
@@ -365,15 +364,10 @@ impl Algorithm for Hpcc {
             Some((flow, ctl)) => {
                 mail = flow.mailbox.take();
                 let response = mail.as_ref().map(|m| Response { rx_ns: m.rx_ns, snd_nxt: m.snd_nxt, int: &m.int });
-                sfc = SfcState {
-                    gen: flow.sfc.gen.load(Acquire),
-                    qlen: flow.sfc.qlen.load(Relaxed),
-                    speed: u8::try_from(flow.sfc.speed.load(Relaxed)).unwrap_or(0),
-                    gap_ns: flow.sfc.take_gap(),
-                };
+                sfc = flow.sfc.state();
                 let d = sock_ctl.on_ack(&k, &c, rs.as_ref(), Some((&mut *ctl, response.as_ref(), &sfc)));
                 if d.take_pause {
-                    let until = flow.sfc.pause_until_ns.swap(0, Relaxed);
+                    let until = flow.sfc.take_pause();
                     if until != 0 {
                         tp.pause_until(until);
                         flow.view.set_pause(until);

@@ -13,8 +13,8 @@
 //! 2. [`Rules::admit`]: SFC enabled (off by default); where it came from
 //!    ([`Rules::check_sender`]: a unicast source of the outer IP version,
 //!    not the loopback device, not out of a tunnel, a device in
-//!    `sfc_ifaces`, TTL / hop limit 255, the source in the access list of
-//!    its own family); the datagram's UDP length and checksum; a source
+//!    `sfc_ifaces`, TTL / hop limit 255 (less `sfc_max_hops`), the source
+//!    in the access list of its own family); the datagram's UDP length and checksum; a source
 //!    that is not one of the host's own addresses; the source's
 //!    [`TokenBucket`]; the whole header ([`parse`]), of the outer IP
 //!    version's family;
@@ -33,6 +33,7 @@ mod acl;
 mod admit;
 mod cut;
 mod egress;
+mod mail;
 mod signal;
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,7 @@ pub use acl::*;
 pub use admit::*;
 pub use cut::*;
 pub use egress::*;
+pub use mail::Mail;
 pub use signal::*;
 
 use super::fixed::{div_wide, mul_wide, ETA_SCALE};
