@@ -291,6 +291,8 @@ macro_rules! knob_table {
                 "1: an SFC signal also cuts an hpcc flow's window to what the bottleneck carries; 0: pause only";
             sfc_scope: 0, Range::FLAG,
                 "0: SFC signals pause hpcc flows only; 1: also TCP flows of other congestion controls and UDP flows, held at egress (needs sch_fq on the device)";
+            sfc_max_hops: 0, Range::span(0, sfc::MAX_HOPS),
+                "routers an SFC signal may cross from the switch that sent it: TTL / hop limit at least 255 minus this; 0: the adjacent switch only (2 in a leaf-spine, 4 in a 3-tier fat tree)";
         }
     };
 }
@@ -692,6 +694,7 @@ mod tests {
             ("sfc_burst", 0),
             ("sfc_max_pause_us", 0),
             ("sfc_scope", 2),
+            ("sfc_max_hops", sfc::MAX_HOPS + 1),
         ];
         for &(name, v) in bad {
             let mut k = Knobs::DEFAULT;

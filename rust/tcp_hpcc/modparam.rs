@@ -298,6 +298,7 @@ pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
         burst: k.sfc_burst,
         max_pause_us: k.sfc_max_pause_us,
         scope_all: k.sfc_scope == 1,
+        max_hops: u8::try_from(k.sfc_max_hops).unwrap_or(0),
     }
 }
 

@@ -23,7 +23,8 @@ pub enum Reject {
     Tunnel,
     /// The device it came in on is not in `sfc_ifaces`.
     Iface,
-    /// TTL / hop limit below [`TTL`]: not from the adjacent domain.
+    /// TTL / hop limit below [`TTL`] less [`Rules::max_hops`]: from
+    /// further than the switches the operator trusts to signal.
     Ttl,
     /// Source address not in the access list.
     Acl,
@@ -292,6 +293,10 @@ pub fn seq_in_window(seq: u32, snd_una: u32, snd_nxt: u32) -> bool {
 /// Largest accepted `max_pause_us`.
 pub const MAX_PAUSE_US: u32 = 1_000_000;
 
+/// Largest accepted `max_hops`: a 5-stage Clos has at most 4 routers
+/// between a switch and a host.
+pub const MAX_HOPS: u32 = 8;
+
 /// A host's SFC settings (module parameters), as validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
@@ -311,6 +316,13 @@ pub struct Rules {
     /// controls, UDP flows) are acted on too (`sfc_scope` 1), held at
     /// egress ([`PauseTable`]); else refused as [`Reject::NoFlow`].
     pub scope_all: bool,
+    /// Routers a signal may have crossed on its way from the switch that
+    /// sent it (`sfc_max_hops`, `0..=MAX_HOPS`): its TTL / hop limit must
+    /// be at least [`TTL`] less this. 0, the default, accepts only the
+    /// adjacent switch (GTSM, RFC 5082); a leaf-spine fabric whose
+    /// receivers' ToRs signal senders under other ToRs needs 2, a 3-tier
+    /// fat tree 4.
+    pub max_hops: u8,
 }
 
 /// The IP version of a signal's family.
@@ -363,7 +375,8 @@ impl Rules {
     /// Where a signal came from: a unicast source of its IP version, not
     /// the loopback device (this host), not out of a tunnel (the remote
     /// end chose the TTL), a device in `sfc_ifaces` (the fabric), TTL /
-    /// hop limit [`TTL`] (the adjacent switch), the source in the access
+    /// hop limit [`TTL`] (the adjacent switch; [`Rules::max_hops`] lower
+    /// when the operator allows signals from further), the source in the access
     /// list of its own family.
     pub fn check_sender(&self, i: &Incoming<'_>, a: &Arrival) -> Result<(), Reject> {
         if !unicast_source(i.src) || (i.src.is_ipv4() != (i.version == 4)) {
@@ -374,13 +387,19 @@ impl Rules {
             Err(Reject::Tunnel)
         } else if !self.ifaces.contains(&a.ifname) {
             Err(Reject::Iface)
-        } else if i.ttl != TTL {
+        } else if !self.ttl_ok(i.ttl) {
             Err(Reject::Ttl)
         } else if !self.acl.contains(i.src) {
             Err(Reject::Acl)
         } else {
             Ok(())
         }
+    }
+
+    /// Whether a signal that arrived with `ttl` came from no further than
+    /// [`Rules::max_hops`] routers away.
+    pub fn ttl_ok(&self, ttl: u8) -> bool {
+        ttl >= TTL.saturating_sub(self.max_hops.min(MAX_HOPS as u8))
     }
 
     /// Step 4, for the flow the signal names: a TCP signal's `seq` must lie

@@ -378,6 +378,20 @@ fn rules() -> Rules {
         burst: 2,
         max_pause_us: 1000,
         scope_all: false,
+        max_hops: 0,
+    }
+}
+
+/// `sfc_max_hops`: a signal from a switch N routers away arrives with TTL
+/// 255 - N; it counts only if N is within the knob (the default: the
+/// adjacent switch).
+#[test]
+fn ttl_within_max_hops() {
+    let sw = "10.9.0.1";
+    for (hops, ttl, ok) in [(0, 255, true), (0, 254, false), (2, 253, true), (2, 252, false), (4, 251, true), (200, 246, false)] {
+        let r = Rules { max_hops: hops, ..rules() };
+        let got = r.check_sender(&arrived(sw, ttl), &eth0());
+        assert_eq!(got, if ok { Ok(()) } else { Err(Reject::Ttl) }, "max_hops {hops} ttl {ttl}");
     }
 }
 
