@@ -221,6 +221,39 @@ int hpcc_classify(const uint8_t *buf, size_t len, uint8_t probe_dscp, uint8_t re
 		  struct hpcc_packet *out);
 size_t hpcc_build_response(uint8_t *out, const struct hpcc_packet *p, uint8_t dscp, uint16_t rcv_flows);
 
+/* Source Flow Control: a signal's fields in host byte order (the payload's
+ * layout is include/hpcc_sfc.h's); an IPv4 address in the first 4 bytes. */
+#define HPCC_FFI_SFC_LEN 68
+struct hpcc_sfc_signal {
+	uint32_t pause_ns;
+	uint32_t qlen;
+	uint32_t switch_id;
+	uint32_t seq;
+	uint16_t port_id;
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t family;			/* 4 or 6 */
+	uint8_t l4proto;
+	uint8_t speed;
+	uint8_t saddr[16];
+	uint8_t daddr[16];
+};
+
+/* hpcc_sfc_accept and hpcc_sfc_check_flow return 0, or a refusal's code
+ * of enum hpcc_sfc_outcome (include/hpcc_shim.h). */
+struct hpcc_sfc_mail;
+size_t hpcc_sfc_encode(const struct hpcc_sfc_signal *s, uint8_t *out);
+int hpcc_sfc_accept(const struct hpcc_knobs *k, uint8_t ttl, const uint8_t *payload, size_t len,
+		    struct hpcc_sfc_signal *out);
+int hpcc_sfc_check_flow(const struct hpcc_knobs *k, const struct hpcc_sfc_signal *s, uint32_t snd_una,
+			uint32_t snd_nxt, uint64_t *pause_ns);
+struct hpcc_sfc_mail *hpcc_sfc_mail_new(void);
+void hpcc_sfc_mail_put(const struct hpcc_sfc_mail *m, uint64_t now_ns, uint32_t qlen, uint8_t speed,
+		       uint64_t deferred_until_ns);
+void hpcc_sfc_mail_state(const struct hpcc_sfc_mail *m, struct hpcc_sfc_state *out);
+uint64_t hpcc_sfc_mail_take_pause(const struct hpcc_sfc_mail *m);
+void hpcc_sfc_mail_free(struct hpcc_sfc_mail *m);
+
 #ifdef __cplusplus
 }
 #endif

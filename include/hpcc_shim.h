@@ -245,7 +245,7 @@ enum hpcc_sfc_outcome {
 	HPCC_SFC_APPLIED,	/* the flow's departure clock moved */
 	HPCC_SFC_DEFERRED,	/* socket owned by a process: applied at the next ACK */
 	HPCC_SFC_DISABLED,	/* sfc_enable 0: passed on untouched */
-	HPCC_SFC_BAD_TTL,	/* TTL / hop limit below 255 */
+	HPCC_SFC_BAD_TTL,	/* TTL / hop limit below 255 - sfc_max_hops */
 	HPCC_SFC_NOT_IN_ACL,	/* source not in sfc_acl */
 	HPCC_SFC_RATE_LIMITED,	/* the source's token bucket was empty */
 	HPCC_SFC_TRUNCATED,

@@ -496,6 +496,23 @@ impl Default for Knobs {
 }
 
 impl Knobs {
+    /// The host's SFC rules from these knobs and the two text lists (the
+    /// access list and the devices; empty ones refuse every signal that
+    /// [`sfc::Rules::check_sender`] asks about).
+    pub fn sfc_rules(&self, acl: sfc::Acl, ifaces: sfc::IfaceList) -> sfc::Rules {
+        let enabled = self.sfc_enable == 1;
+        sfc::Rules {
+            enabled,
+            acl: if enabled { acl } else { sfc::Acl::default() },
+            ifaces: if enabled { ifaces } else { sfc::IfaceList::default() },
+            rate: self.sfc_rate,
+            burst: self.sfc_burst,
+            max_pause_us: self.sfc_max_pause_us,
+            scope_all: self.sfc_scope == 1,
+            max_hops: u8::try_from(self.sfc_max_hops.min(sfc::MAX_HOPS)).unwrap_or(0),
+        }
+    }
+
     /// The no-telemetry fallback's parameters.
     pub fn fallback(&self) -> FallbackParams {
         FallbackParams {

@@ -17,8 +17,13 @@
 //! * which responses the sender accepts: [`hpcc_nonces_new`],
 //!   [`hpcc_nonces_record`], [`hpcc_nonces_accept`], [`hpcc_nonces_free`]
 //!   (a flow's outstanding probes) and [`hpcc_admit_int`];
-//! * the SFC cell the signal path writes and the next ACK reads
-//!   ([`SfcState`], an argument of [`hpcc_sock_on_ack`]);
+//! * Source Flow Control: the signal's bytes ([`hpcc_sfc_encode`], what a
+//!   switch sends), the host's rules that need no device
+//!   ([`hpcc_sfc_accept`], [`hpcc_sfc_check_flow`]), and the flow's cell
+//!   that the signal path writes and the next ACK reads
+//!   ([`hpcc_sfc_mail_new`], [`hpcc_sfc_mail_put`], [`hpcc_sfc_mail_state`]:
+//!   the [`SfcState`] argument of [`hpcc_sock_on_ack`],
+//!   [`hpcc_sfc_mail_take_pause`], [`hpcc_sfc_mail_free`]);
 //! * the receiver's side: the flow count ([`hpcc_rcvcount_new`],
 //!   [`hpcc_rcvcount_insert`], [`hpcc_rcvcount_count_with`]) and the
 //!   packets ([`hpcc_build_probe`], [`hpcc_classify`],
@@ -42,6 +47,8 @@ use hpcc_core::knobs::Knobs;
 use hpcc_core::nonce::{NonceRing, Verdict};
 use hpcc_core::probe::{self, Kind, Tuple};
 use hpcc_core::rcvcount::FlowCount;
+use hpcc_core::sfc::{self, Mail as SfcMail, Outcome, Signal};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// `-EINVAL`.
 const EINVAL: c_int = -22;
@@ -660,3 +667,234 @@ pub unsafe extern "C" fn hpcc_admit_int(int_stack: *const u8, int_len: usize, ma
 pub const INT_TOO_MANY_HOPS: c_int = 1;
 /// `hpcc_admit_int`: the stack does not parse.
 pub const INT_BAD: c_int = 2;
+
+// ---- Source Flow Control ----------------------------------------------------
+
+/// The signal's UDP payload, bytes (`HPCC_FFI_SFC_LEN`, include/hpcc_sfc.h's
+/// `HPCC_SFC_LEN`).
+pub const SFC_LEN: usize = sfc::LEN;
+
+/// `struct hpcc_sfc_signal`: a signal's fields in host byte order; an
+/// IPv4 address (`family` 4) in the first 4 bytes of its 16.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HpccSfcSignal {
+    pub pause_ns: u32,
+    pub qlen: u32,
+    pub switch_id: u32,
+    pub seq: u32,
+    pub port_id: u16,
+    pub sport: u16,
+    pub dport: u16,
+    pub family: u8,
+    pub l4proto: u8,
+    pub speed: u8,
+    pub saddr: [u8; 16],
+    pub daddr: [u8; 16],
+}
+
+fn addr(family: u8, b: &[u8; 16]) -> Option<IpAddr> {
+    match family {
+        4 => Some(IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))),
+        6 => Some(IpAddr::V6(Ipv6Addr::from(*b))),
+        _ => None,
+    }
+}
+
+fn bytes(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V4(v4) => {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&v4.octets());
+            b
+        }
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+impl HpccSfcSignal {
+    fn from_core(s: &Signal) -> Self {
+        Self {
+            pause_ns: s.pause_ns,
+            qlen: s.qlen,
+            switch_id: s.switch_id,
+            seq: s.seq,
+            port_id: s.port_id,
+            sport: s.sport,
+            dport: s.dport,
+            family: if s.saddr.is_ipv4() { 4 } else { 6 },
+            l4proto: s.l4proto,
+            speed: s.speed,
+            saddr: bytes(s.saddr),
+            daddr: bytes(s.daddr),
+        }
+    }
+
+    fn to_core(&self) -> Option<Signal> {
+        Some(Signal {
+            saddr: addr(self.family, &self.saddr)?,
+            daddr: addr(self.family, &self.daddr)?,
+            l4proto: self.l4proto,
+            sport: self.sport,
+            dport: self.dport,
+            speed: self.speed,
+            pause_ns: self.pause_ns,
+            qlen: self.qlen,
+            switch_id: self.switch_id,
+            port_id: self.port_id,
+            seq: self.seq,
+        })
+    }
+}
+
+/// Writes signal `s` as a switch sends it (the UDP payload,
+/// `HPCC_FFI_SFC_LEN` bytes, include/hpcc_sfc.h) into `out`. Returns its
+/// length, 0 for a null argument or a family other than 4 or 6.
+///
+/// # Safety
+///
+/// `s` null or valid; `out` null or `HPCC_FFI_SFC_LEN` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_encode(s: *const HpccSfcSignal, out: *mut u8) -> usize {
+    // SAFETY: caller contract.
+    let (Some(s), Some(out)) = (unsafe { get(s) }, unsafe { get_mut(out.cast::<[u8; SFC_LEN]>()) }) else {
+        return 0;
+    };
+    s.to_core().and_then(|s| sfc::encode(&s, out)).unwrap_or(0)
+}
+
+/// The host's rules for a signal (the UDP payload `len` bytes at
+/// `payload`, arrived with `ttl`) that need no device, address list or
+/// bucket: SFC enabled, the TTL within `sfc_max_hops` of 255, the whole
+/// header. Returns 0 and the signal in `*out`, or the refusal's code of
+/// `enum hpcc_sfc_outcome` (include/hpcc_shim.h; `HPCC_SFC_DISABLED`
+/// for a null argument). The module checks the rest too: the device,
+/// tunnels, the source's address and bucket (`sfc_acl`, `sfc_ifaces`,
+/// `sfc_rate`).
+///
+/// # Safety
+///
+/// `k` null or from [`hpcc_knobs_new`]; `payload` null or `len` readable
+/// bytes; `out` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_accept(
+    k: *const Knobs,
+    ttl: u8,
+    payload: *const u8,
+    len: usize,
+    out: *mut HpccSfcSignal,
+) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(k), Some(out)) = (unsafe { get(k) }, unsafe { get_mut(out) }) else {
+        return Outcome::Disabled as c_int;
+    };
+    if payload.is_null() {
+        return Outcome::Disabled as c_int;
+    }
+    // SAFETY: caller contract.
+    let p = unsafe { core::slice::from_raw_parts(payload, len) };
+    let rules = k.sfc_rules(sfc::Acl::default(), sfc::IfaceList::default());
+    let r = if !rules.enabled {
+        Err(sfc::Reject::Disabled)
+    } else if !rules.ttl_ok(ttl) {
+        Err(sfc::Reject::Ttl)
+    } else {
+        sfc::parse(p)
+    };
+    match r {
+        Ok(s) => {
+            *out = HpccSfcSignal::from_core(&s);
+            0
+        }
+        Err(e) => Outcome::from(e) as c_int,
+    }
+}
+
+/// The rules for the flow a signal names: a TCP signal's `seq` in
+/// `[snd_una, snd_nxt)`. Returns 0 and the pause to apply, ns, clamped to
+/// `sfc_max_pause_us`, in `*pause_ns`; or the refusal's code of `enum
+/// hpcc_sfc_outcome` (`HPCC_SFC_BAD_HEADER` for a null argument).
+///
+/// # Safety
+///
+/// `k` null or from [`hpcc_knobs_new`]; `s` and `pause_ns` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_check_flow(
+    k: *const Knobs,
+    s: *const HpccSfcSignal,
+    snd_una: u32,
+    snd_nxt: u32,
+    pause_ns: *mut u64,
+) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(k), Some(s), Some(pause)) = (unsafe { get(k) }, unsafe { get(s) }, unsafe { get_mut(pause_ns) }) else {
+        return Outcome::BadHeader as c_int;
+    };
+    let Some(s) = s.to_core() else { return Outcome::BadHeader as c_int };
+    let rules = k.sfc_rules(sfc::Acl::default(), sfc::IfaceList::default());
+    match rules.check_flow(&s, Some((snd_una, snd_nxt))) {
+        Ok(p) => {
+            *pause = p;
+            0
+        }
+        Err(e) => Outcome::from(e) as c_int,
+    }
+}
+
+/// A flow's SFC cell (one per flow, as in the module's flow object).
+#[no_mangle]
+pub extern "C" fn hpcc_sfc_mail_new() -> *mut SfcMail {
+    Box::into_raw(Box::new(SfcMail::new()))
+}
+
+/// Records a signal accepted at `now_ns` with the bottleneck's queue and
+/// speed code; `deferred_until_ns` a pause the next ACK is to take (0:
+/// none, the caller applied it).
+///
+/// # Safety
+///
+/// `m` null or from [`hpcc_sfc_mail_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_mail_put(m: *const SfcMail, now_ns: u64, qlen: u32, speed: u8, deferred_until_ns: u64) {
+    // SAFETY: caller contract.
+    if let Some(m) = unsafe { get(m) } {
+        m.put(now_ns, qlen, speed, (deferred_until_ns != 0).then_some(deferred_until_ns));
+    }
+}
+
+/// The cell as the next ACK reads it, into `*out` (for
+/// [`hpcc_sock_on_ack`]).
+///
+/// # Safety
+///
+/// `m` null or from [`hpcc_sfc_mail_new`]; `out` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_mail_state(m: *const SfcMail, out: *mut SfcState) {
+    // SAFETY: caller contract.
+    if let (Some(m), Some(out)) = (unsafe { get(m) }, unsafe { get_mut(out) }) {
+        *out = m.state();
+    }
+}
+
+/// Takes the deferred pause when the ACK's decision says `take_pause`:
+/// its target, ns (0: none).
+///
+/// # Safety
+///
+/// `m` null or from [`hpcc_sfc_mail_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_mail_take_pause(m: *const SfcMail) -> u64 {
+    // SAFETY: caller contract.
+    unsafe { get(m) }.map_or(0, SfcMail::take_pause)
+}
+
+/// Frees a flow's SFC cell (NULL: nothing).
+///
+/// # Safety
+///
+/// `m` null or from [`hpcc_sfc_mail_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_sfc_mail_free(m: *mut SfcMail) {
+    // SAFETY: caller contract.
+    unsafe { free(m) }
+}

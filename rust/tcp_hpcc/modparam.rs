@@ -290,16 +290,10 @@ static SFC_LISTS: RcuCell<SfcLists> = RcuCell::new(SfcLists { acl: sfc::Acl::EMP
 
 /// The host's SFC rules as the knobs set them now.
 pub(crate) fn sfc_rules(k: &Knobs) -> sfc::Rules {
-    sfc::Rules {
-        enabled: k.sfc_enable == 1,
-        acl: if k.sfc_enable == 1 { SFC_LISTS.with(|l| l.acl) } else { sfc::Acl::default() },
-        ifaces: if k.sfc_enable == 1 { SFC_LISTS.with(|l| l.ifaces) } else { sfc::IfaceList::default() },
-        rate: k.sfc_rate,
-        burst: k.sfc_burst,
-        max_pause_us: k.sfc_max_pause_us,
-        scope_all: k.sfc_scope == 1,
-        max_hops: u8::try_from(k.sfc_max_hops).unwrap_or(0),
-    }
+    // The lists are read only when SFC is on.
+    let lists = (k.sfc_enable == 1).then(|| SFC_LISTS.with(|l| (l.acl, l.ifaces)));
+    let (acl, ifaces) = lists.unwrap_or_default();
+    k.sfc_rules(acl, ifaces)
 }
 
 /// A text parameter's value (`None`: null or not UTF-8).

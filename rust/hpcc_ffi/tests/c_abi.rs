@@ -6,6 +6,7 @@
 use hpcc_core::control::ctl_rec as cr;
 use hpcc_core::control::{Conn, FlowCtl, Note, RateSample, Response, SfcState, SockCtl, TraceSample};
 use hpcc_core::knobs::Knobs;
+use hpcc_core::sfc;
 use hpcc_core::wire::{self, IntStack, RawHop};
 use hpcc_ffi::*;
 use std::mem::{offset_of, size_of};
@@ -48,6 +49,8 @@ fn header_layout_is_the_librarys() {
         take_pause, has_trace, trace });
     layout!(c, "hpcc_sock", HpccSock {});
     layout!(c, "hpcc_tuple", hpcc_core::probe::Tuple { saddr, daddr, sport, dport });
+    layout!(c, "hpcc_sfc_signal", HpccSfcSignal { pause_ns, qlen, switch_id, seq, port_id, sport, dport, family,
+        l4proto, speed, saddr, daddr });
     layout!(c, "hpcc_packet", HpccPacket { tuple, nonce, snd_nxt, kind, int_stack });
     layout!(c, "hpcc_sample", TraceSample { event, hop, n_hops, inc_stage, u_ppm, sample_u_ppm, qlen, window, wc,
         cwnd, inflight, srtt_us, base_rtt_us, pacing_rate, path_rate });
@@ -61,6 +64,7 @@ fn header_layout_is_the_librarys() {
     for (name, v) in [
         ("HPCC_FFI_MAX_PACKET_LEN", MAX_PACKET_LEN),
         ("HPCC_FFI_INT_LEN", INT_LEN),
+        ("HPCC_FFI_SFC_LEN", SFC_LEN),
         ("HPCC_FFI_SOCK_WORDS", size_of::<SockCtl>() / 8),
         ("HPCC_FFI_NONCE_ACCEPTED", NONCE_ACCEPTED as usize),
         ("HPCC_FFI_NONCE_BAD", NONCE_BAD as usize),
@@ -187,6 +191,38 @@ fn expected() -> Vec<String> {
     out.push(format!("after refused {}", u8::from(s.wants_flow_on_ack(&k, &c))));
     out.push("nulls -22 0 -22".into());
     assert!(d.notes.has(Note::FallbackAck));
+    // SFC through the core's own rules.
+    let sig = sfc::Signal {
+        saddr: "10.0.1.1".parse().unwrap(),
+        daddr: "10.0.2.1".parse().unwrap(),
+        l4proto: sfc::IPPROTO_TCP,
+        sport: 40000,
+        dport: 5201,
+        speed: 8,
+        pause_ns: 50_000,
+        qlen: 120_000,
+        switch_id: 7,
+        port_id: 3,
+        seq: 1000,
+    };
+    let mut pay = [0u8; sfc::LEN];
+    let n = sfc::encode(&sig, &mut pay).unwrap();
+    assert_eq!(sfc::parse(&pay), Ok(sig));
+    k.set("sfc_enable", 1);
+    k.set("sfc_max_hops", 2);
+    let pause = k.sfc_rules(sfc::Acl::default(), sfc::IfaceList::default()).check_flow(&sig, Some((500, 2000))).unwrap();
+    let code = |o: sfc::Outcome| o as u8;
+    out.push(format!(
+        "sfc {n} {} {} 0 0 {} {pause} 120000 40000 1 2",
+        code(sfc::Outcome::Disabled),
+        code(sfc::Outcome::Ttl),
+        code(sfc::Outcome::SeqOutOfWindow)
+    ));
+    let m = sfc::Mail::new();
+    m.put(1000, 120_000, 8, None);
+    m.put(1500, 60_000, 8, Some(9000));
+    let st = m.state();
+    out.push(format!("mail {} {} {} {} {} 0", st.gen, st.qlen, st.speed, st.gap_ns, m.take_pause()));
     out
 }
 

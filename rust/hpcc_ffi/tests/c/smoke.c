@@ -103,6 +103,35 @@ int main(void)
 	P("after refused %d\n", hpcc_sock_wants_flow_on_ack(&s, k, &c));
 	P("nulls %d %zu %d\n", hpcc_knobs_validate(NULL), hpcc_build_probe(NULL, &t, 11, 1, 1),
 	  hpcc_classify(NULL, 0, 11, 15, &p));
+
+	/* SFC: a switch's signal, refused while SFC is off, then from two
+	 * routers away (TTL 253) until sfc_max_hops is 2; the flow's window
+	 * check and clamped pause; the flow's cell as the next ACK reads it. */
+	struct hpcc_sfc_signal sg = { .pause_ns = 50000, .qlen = 120000, .switch_id = 7, .seq = 1000, .port_id = 3,
+				      .sport = 40000, .dport = 5201, .family = 4, .l4proto = 6, .speed = 8,
+				      .saddr = { 10, 0, 1, 1 }, .daddr = { 10, 0, 2, 1 } };
+	uint8_t pay[HPCC_FFI_SFC_LEN];
+	size_t sn = hpcc_sfc_encode(&sg, pay);
+	struct hpcc_sfc_signal sig = { 0 };
+	int a0 = hpcc_sfc_accept(k, 255, pay, sn, &sig);
+	hpcc_knobs_set(k, "sfc_enable", 1);
+	int a1 = hpcc_sfc_accept(k, 253, pay, sn, &sig);
+	hpcc_knobs_set(k, "sfc_max_hops", 2);
+	int a2 = hpcc_sfc_accept(k, 253, pay, sn, &sig);
+	uint64_t pause = 0, pause2 = 0;
+	int w1 = hpcc_sfc_check_flow(k, &sig, 500, 2000, &pause);
+	int w2 = hpcc_sfc_check_flow(k, &sig, 1001, 2000, &pause2);
+	P("sfc %zu %d %d %d %d %d %llu %u %u %u %u\n", sn, a0, a1, a2, w1, w2, (unsigned long long)pause, sig.qlen,
+	  sig.sport, sig.saddr[3], sig.daddr[2]);
+	struct hpcc_sfc_mail *mail = hpcc_sfc_mail_new();
+	hpcc_sfc_mail_put(mail, 1000, 120000, 8, 0);
+	hpcc_sfc_mail_put(mail, 1500, 60000, 8, 9000);
+	struct hpcc_sfc_state st;
+	hpcc_sfc_mail_state(mail, &st);
+	uint64_t p1 = hpcc_sfc_mail_take_pause(mail), p2 = hpcc_sfc_mail_take_pause(mail);
+	P("mail %u %u %u %llu %llu %llu\n", st.gen, st.qlen, st.speed, (unsigned long long)st.gap_ns,
+	  (unsigned long long)p1, (unsigned long long)p2);
+	hpcc_sfc_mail_free(mail);
 	hpcc_rcvcount_free(cnt);
 	hpcc_flow_free(f);
 	hpcc_knobs_free(k);
