@@ -730,7 +730,7 @@ impl HpccSfcSignal {
         }
     }
 
-    fn to_core(&self) -> Option<Signal> {
+    fn to_core(self) -> Option<Signal> {
         Some(Signal {
             saddr: addr(self.family, &self.saddr)?,
             daddr: addr(self.family, &self.daddr)?,
