@@ -23,6 +23,7 @@ extern "C" {
 #include "hpcc_int.h"
 }
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -144,6 +145,7 @@ struct Flow
     uint32_t id, src, dst;
     uint64_t size;
     uint64_t start_ns;
+    uint32_t incast = 0; // its incast's number (flows.py), 0: background
     // run time
     Ptr<Socket> sock;
     Ptr<TcpHpcc> cc;
@@ -169,6 +171,7 @@ struct Run
     std::vector<std::vector<Ipv4Address>> adj_addr;     // neighbour's address on the link
     std::vector<std::vector<int>> dist;                 // links from each host to every node
     std::vector<Ptr<DcQueueDisc>> downlinks;            // ToR ports towards hosts
+    std::vector<std::pair<uint32_t, Ptr<DcQueueDisc>>> ports; // every switch port, by node
     std::vector<Ptr<QueueDisc>> host_qdiscs;            // hosts' egress (fq)
     std::vector<Flow> flows;
     std::map<std::pair<uint32_t, uint16_t>, uint32_t> by_sender; // (src addr, sport) -> flow
@@ -491,6 +494,7 @@ Build(uint64_t mark_100g, uint64_t mark_400g, uint64_t buffer, const std::string
                                  UintegerValue(mark));
             QueueDiscContainer qd = tch.Install(d.Get(side));
             auto q = DynamicCast<DcQueueDisc>(qd.Get(0));
+            g.ports.emplace_back(node, q);
             q->SetDevice(DynamicCast<PointToPointNetDevice>(d.Get(side)), l.bps);
             q->SetInt(SpeedCode(l.bps), static_cast<uint16_t>(node), cfg.probe_dscp, cfg.response_dscp);
             uint32_t other = side ? l.a : l.b;
@@ -583,6 +587,13 @@ main(int argc, char* argv[])
     uint64_t limit_us = 0, mark_100g = 300'000, mark_400g = 1'200'000, buffer = 2'000'000;
     TcpSettings tcp;
     uint32_t progress_us = 1000;
+    // SFC (the SFC talk's simulation: trigger = ECN threshold = 100 KB,
+    // drain target 10 KB; the emulator's suppression and bucket).
+    bool sfc = false;
+    DcQueueDisc::Sfc sfc_cfg;
+    sfc_cfg.trigger_bytes = 100'000;
+    sfc_cfg.target_bytes = 10'000;
+    uint64_t sfc_suppress_us = 200;
     CommandLine cmd(__FILE__);
     cmd.AddValue("algo", "hpcc, dctcp, cubic or bbr", algo);
     cmd.AddValue("flows", "flow list (ns3/flows.py)", flows_path);
@@ -611,6 +622,10 @@ main(int argc, char* argv[])
     cmd.AddValue("ctl-trace", "hpcc: write every hook's hpcc_ctl record here", ctl_trace);
     cmd.AddValue("watch", "log one flow's TCP state changes (its id) to stderr", g_watch);
     cmd.AddValue("progress-us", "a progress line every this many us of simulated time", progress_us);
+    cmd.AddValue("sfc", "hpcc: Source Flow Control at every switch port and in the hosts (0 or 1)", sfc);
+    cmd.AddValue("sfc-trigger", "SFC: signal at this backlog, bytes", sfc_cfg.trigger_bytes);
+    cmd.AddValue("sfc-target", "SFC: drain target of the pause, bytes", sfc_cfg.target_bytes);
+    cmd.AddValue("sfc-suppress-us", "SFC: one signal per flow per this window", sfc_suppress_us);
     cmd.Parse(argc, argv);
 
     g.algo = algo;
@@ -641,6 +656,29 @@ main(int argc, char* argv[])
             }
             set.emplace_back(kv.substr(0, eq), static_cast<uint32_t>(std::stoul(kv.substr(eq + 1))));
         }
+    }
+    if (sfc)
+    {
+        if (algo != "hpcc")
+        {
+            std::cerr << "dc-sim: --sfc is hpcc's (the hosts' signal path is the module's)\n";
+            return 2;
+        }
+        // The hosts take signals from every switch of the fabric: a
+        // receiver's ToR signals a sender under another ToR across the
+        // spine and the sender's ToR (the fat tree: 4 routers).
+        auto has = [&](const std::string& n) {
+            return std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == n; });
+        };
+        if (!has("sfc_enable"))
+        {
+            set.emplace_back("sfc_enable", 1);
+        }
+        if (!has("sfc_max_hops"))
+        {
+            set.emplace_back("sfc_max_hops", topo_name == "fat-tree-320" ? 4 : 2);
+        }
+        sfc_cfg.suppress_ns = sfc_suppress_us * 1000;
     }
     // The probe DSCPs are the fabric's too, so the knobs load for every algorithm.
     if (!ConfigLoad(profile, set))
@@ -695,6 +733,41 @@ main(int argc, char* argv[])
     }
     Hpcc().int_ack = int_mode == "ack";
     Fabric().int_ack = Hpcc().int_ack;
+    if (sfc)
+    {
+        // Every switch port signals; a signal leaves the switch as any
+        // packet it originates (its routes, TTL 255, no priority).
+        std::map<uint32_t, uint16_t> port_no;
+        for (auto& [node, q] : g.ports)
+        {
+            Ptr<Ipv4L3Protocol> ip = g.nodes.Get(node)->GetObject<Ipv4L3Protocol>();
+            uint16_t udp = Hpcc().sfc_port;
+            DcQueueDisc::Sfc c = sfc_cfg;
+            c.switch_id = node;
+            c.port_id = port_no[node]++;
+            c.send = [ip, udp](Ipv4Address to, const uint8_t* payload, size_t len) {
+                Ptr<Packet> p = Create<Packet>(payload, static_cast<uint32_t>(len));
+                UdpHeader u;
+                u.SetSourcePort(udp);
+                u.SetDestinationPort(udp);
+                p->AddHeader(u);
+                Ipv4Header h;
+                h.SetDestination(to);
+                h.SetProtocol(17);
+                Socket::SocketErrno err;
+                Ptr<Ipv4Route> r = ip->GetRoutingProtocol()->RouteOutput(p, h, nullptr, err);
+                if (!r)
+                {
+                    return;
+                }
+                SocketIpTtlTag ttl;
+                ttl.SetTtl(255);
+                p->AddPacketTag(ttl);
+                ip->Send(p, r->GetSource(), to, 17, r);
+            };
+            q->SetSfc(c);
+        }
+    }
     if (algo == "hpcc")
     {
         for (uint32_t h = 0; h < g.topo.hosts; h++)
@@ -737,6 +810,11 @@ main(int argc, char* argv[])
         std::istringstream ls(line);
         Flow f{};
         ls >> f.src >> f.dst >> f.size >> f.start_ns;
+        if (ls && !(ls >> f.incast))
+        {
+            f.incast = 0;
+            ls.clear();
+        }
         if (!ls || f.src >= g.topo.hosts || f.dst >= g.topo.hosts || f.src == f.dst || f.size == 0)
         {
             std::cerr << "dc-sim: bad flow line: " << line << "\n";
@@ -811,6 +889,27 @@ main(int argc, char* argv[])
         }
     }
     const auto& fs = Fabric();
+    // Drops within the first base RTT of an incast (its earliest start
+    // plus the longest base RTT among its flows), and all the others.
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> incasts; // start, end of the first RTT
+    for (const auto& f : g.flows)
+    {
+        if (f.incast == 0)
+        {
+            continue;
+        }
+        uint64_t rtt = 2 * uint64_t(Links(f.src, f.dst)) * g.topo.delay_ns;
+        auto [it, fresh] = incasts.try_emplace(f.incast, f.start_ns, f.start_ns + rtt);
+        it->second.first = std::min(it->second.first, f.start_ns);
+        it->second.second = std::max(it->second.second, it->second.first + rtt);
+    }
+    uint64_t drops_late = 0;
+    for (uint64_t t : fs.drop_ns)
+    {
+        bool early = std::any_of(incasts.begin(), incasts.end(),
+                                 [t](const auto& i) { return t >= i.second.first && t < i.second.second; });
+        drops_late += !early;
+    }
     uint64_t host_drops = 0;
     for (auto& q : g.host_qdiscs)
     {
@@ -825,7 +924,7 @@ main(int argc, char* argv[])
     o << "{\"run\": \"" << run_name << "\", \"topo\": \"" << g.topo.name << "\", \"workload\": \"" << workload << "\", \"load\": " << load
       << ", \"algo\": \"" << algo << "\", \"profile\": \"" << (algo == "hpcc" ? profile : "") << "\""
       << ", \"knobs\": \"" << (algo == "hpcc" ? knobs : "") << "\""
-      << ", \"int\": \"" << (algo == "hpcc" ? int_mode : "") << "\", \"sfc\": 0"
+      << ", \"int\": \"" << (algo == "hpcc" ? int_mode : "") << "\", \"sfc\": " << (sfc ? 1 : 0)
       << ", \"flows\": " << g.flows.size() << ", \"flows_sha256\": \"" << flows_sha << "\""
       << ", \"tcp\": " << tcp.Json() << ", \"queues\": {\"buffer_bytes\": " << buffer
       << ", \"ecn_k_100g\": " << (dctcp ? mark_100g : 0) << ", \"ecn_k_400g\": " << (dctcp ? mark_400g : 0)
@@ -838,7 +937,8 @@ main(int argc, char* argv[])
           << ", \"p99\": " << Num(Quantile(sd[b], 0.99)) << "}";
     }
     o << "}, \"q_p99_bytes\": " << fs.BacklogQuantile(0.99) << ", \"q_p50_bytes\": " << fs.BacklogQuantile(0.5)
-      << ", \"drops\": " << fs.drops << ", \"host_drops\": " << host_drops << ", \"rtos\": " << rtos
+      << ", \"drops\": " << fs.drops << ", \"incasts\": " << incasts.size()
+      << ", \"drops_after_first_rtt\": " << drops_late << ", \"host_drops\": " << host_drops << ", \"rtos\": " << rtos
       << ", \"recoveries\": " << recoveries << ", \"ecn_marks\": " << fs.marks << ", \"incomplete\": " << incomplete
       << ", \"probes_per_s_host\": " << Num(sim_s > 0 ? double(ps.probes_sent) / g.topo.hosts / sim_s : 0)
       << ", \"probe_wire_share\": " << Num(fs.bytes ? double(fs.probe_bytes) / double(fs.bytes) : 0)
@@ -850,6 +950,22 @@ main(int argc, char* argv[])
       << ", \"too_many_hops\": " << ps.responses_too_many_hops << ", \"response_no_flow\": " << ps.responses_no_flow
       << ", \"malformed\": " << ps.malformed << ", \"int_blocks\": " << ps.int_blocks_sent
       << ", \"int_echoes\": " << ps.int_echoes_sent << "}"
+      << ", \"sfc_stats\": {\"trigger_bytes\": " << (sfc ? sfc_cfg.trigger_bytes : 0)
+      << ", \"target_bytes\": " << (sfc ? sfc_cfg.target_bytes : 0) << ", \"triggered\": " << fs.sfc_triggered
+      << ", \"suppressed\": " << fs.sfc_suppressed << ", \"rate_limited\": " << fs.sfc_rate_limited
+      << ", \"sent\": " << fs.sfc_sent << ", \"received\": " << ps.sfc_received
+      << ", \"applied\": " << ps.sfc_applied << ", \"no_flow\": " << ps.sfc_no_flow << ", \"refused\": {";
+    {
+        bool first = true;
+        for (const auto& [code, n] : ps.sfc_refused)
+        {
+            o << (first ? "" : ", ") << "\"" << code << "\": " << n;
+            first = false;
+        }
+    }
+    o << "}, \"pause_us_mean\": " << Num(ps.sfc_applied ? double(ps.sfc_pause_ns) / 1e3 / double(ps.sfc_applied) : 0)
+      << ", \"held_pkts\": " << ps.sfc_held << ", \"window_cuts\": " << ps.sfc_window_cuts
+      << ", \"wire_share\": " << Num(fs.bytes ? double(fs.sfc_bytes) / double(fs.bytes) : 0) << "}"
       << ", \"acks\": {\"all\": " << ps.acks << ", \"telemetry\": " << ps.hpcc_acks
       << ", \"fallback\": " << ps.fallback_acks << "}"
       << ", \"util\": " << Num(util) << ", \"window_s\": " << Num(window_s) << ", \"sim_s\": " << Num(sim_s)

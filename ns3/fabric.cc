@@ -6,6 +6,7 @@
 extern "C" {
 #include "hpcc_int.h"
 }
+#include "hpcc_ffi.h"
 
 #include <algorithm>
 
@@ -100,15 +101,109 @@ DcQueueDisc::Backlog() const
     return b;
 }
 
+void
+DcQueueDisc::SetSfc(const Sfc& sfc)
+{
+    m_sfc = sfc;
+    m_sfcTokens = uint64_t(sfc.burst) * 1000000000ULL;
+}
+
+void
+DcQueueDisc::SignalSource(Ptr<QueueDiscItem> item, uint64_t backlog)
+{
+    auto ip = DynamicCast<Ipv4QueueDiscItem>(item);
+    if (!ip || !m_sfc.send || m_bps == 0)
+    {
+        return;
+    }
+    const Ipv4Header& h = ip->GetHeader();
+    uint8_t dscp = h.GetTos() >> 2;
+    TcpHeader th;
+    Ptr<Packet> p = item->GetPacket();
+    // TCP data only: a segment with payload (with int=ack, more than its
+    // INT block), never a probe, a response or an ACK's INT echo.
+    if (h.GetProtocol() != 6 || dscp == m_responseDscp || p->PeekHeader(th) == 0)
+    {
+        return;
+    }
+    uint32_t payload = p->GetSize() - th.GetSerializedSize();
+    bool int_block = dscp == m_probeDscp && Fabric().int_ack;
+    if (payload <= (int_block ? HPCC_PROBE_PAYLOAD_LEN : 0) ||
+        (dscp == m_probeDscp && !Fabric().int_ack && p->GetSize() == HPCC_PROBE_TCP_HDR_LEN + HPCC_PROBE_PAYLOAD_LEN))
+    {
+        return;
+    }
+    auto& st = Fabric();
+    st.sfc_triggered++;
+    std::array<uint8_t, 13> k{};
+    h.GetSource().Serialize(k.data());
+    h.GetDestination().Serialize(k.data() + 4);
+    uint16_t sp = th.GetSourcePort(), dp = th.GetDestinationPort();
+    k[8] = static_cast<uint8_t>(sp >> 8);
+    k[9] = static_cast<uint8_t>(sp);
+    k[10] = static_cast<uint8_t>(dp >> 8);
+    k[11] = static_cast<uint8_t>(dp);
+    k[12] = 6;
+    uint64_t now = Simulator::Now().GetNanoSeconds();
+    auto last = m_sfcLast.find(k);
+    if (last != m_sfcLast.end() && now - last->second < m_sfc.suppress_ns)
+    {
+        st.sfc_suppressed++;
+        return;
+    }
+    uint64_t cap = uint64_t(m_sfc.burst) * 1000000000ULL;
+    uint64_t add = now - m_sfcLastNs;
+    m_sfcLastNs = now;
+    add = add > 0xffffffffULL ? cap : add * m_sfc.rate;
+    m_sfcTokens = std::min(cap, m_sfcTokens + add);
+    if (m_sfcTokens < 1000000000ULL)
+    {
+        st.sfc_rate_limited++;
+        return;
+    }
+    m_sfcTokens -= 1000000000ULL;
+    m_sfcLast[k] = now;
+    uint64_t ahead = backlog > m_sfc.target_bytes ? backlog - m_sfc.target_bytes : 0;
+    uint64_t pause = ahead * 8000000000ULL / m_bps;
+    struct hpcc_sfc_signal sig = {};
+    sig.pause_ns = static_cast<uint32_t>(std::min<uint64_t>(pause ? pause : 1, 0xffffffffULL));
+    sig.qlen = static_cast<uint32_t>(std::min<uint64_t>(backlog, 0xffffffffULL));
+    sig.switch_id = m_sfc.switch_id;
+    sig.seq = th.GetSequenceNumber().GetValue();
+    sig.port_id = m_sfc.port_id;
+    sig.sport = sp;
+    sig.dport = dp;
+    sig.family = 4;
+    sig.l4proto = 6;
+    sig.speed = m_speed;
+    h.GetSource().Serialize(sig.saddr);
+    h.GetDestination().Serialize(sig.daddr);
+    std::array<uint8_t, HPCC_FFI_SFC_LEN> b{};
+    size_t n = hpcc_sfc_encode(&sig, b.data());
+    if (n)
+    {
+        st.sfc_sent++;
+        st.sfc_bytes += n + 8 + 20 + 2; // UDP, IPv4, point-to-point
+        m_sfc.send(h.GetSource(), b.data(), n);
+    }
+}
+
 bool
 DcQueueDisc::DoEnqueue(Ptr<QueueDiscItem> item)
 {
     uint64_t backlog = Backlog();
     auto& st = Fabric();
     st.arrivals_by_backlog[std::min<uint64_t>(backlog / FabricStats::kBucket, st.arrivals_by_backlog.size() - 1)]++;
-    if (GetCurrentSize() + item > GetMaxSize())
+    // SFC after the queue decision: a dropped segment signals too.
+    bool drop = GetCurrentSize() + item > GetMaxSize();
+    if (m_sfc.trigger_bytes != 0 && backlog >= m_sfc.trigger_bytes)
+    {
+        SignalSource(item, backlog);
+    }
+    if (drop)
     {
         st.drops++;
+        st.drop_ns.push_back(Simulator::Now().GetNanoSeconds());
         DropBeforeEnqueue(item, "buffer full");
         return false;
     }

@@ -19,6 +19,7 @@ extern "C" {
 
 #include <array>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct FabricStats
     uint64_t probe_bytes = 0; // probe and response bytes sent by switch ports
     bool int_ack = false;     // int=ack: count the INT blocks, not whole packets
     uint64_t bytes = 0;       // all bytes sent by switch ports
+    std::vector<uint64_t> drop_ns; // when each drop happened
+    // SFC at the ports (as selftests/lib/bpf/int_switch.bpf.c counts it).
+    uint64_t sfc_triggered = 0;    // data arrivals at or above the trigger
+    uint64_t sfc_suppressed = 0;   // the flow was signalled within suppress_ns
+    uint64_t sfc_rate_limited = 0; // the port's token bucket was empty
+    uint64_t sfc_sent = 0;
+    uint64_t sfc_bytes = 0;        // signal bytes sent by switch ports
 
     // The smallest backlog that `q` of the arrivals found or exceeded.
     uint64_t BacklogQuantile(double q) const;
@@ -126,6 +134,26 @@ class DcQueueDisc : public ns3::QueueDisc
     void SetInt(uint8_t speed_code, uint16_t switch_id, uint8_t probe_dscp, uint8_t response_dscp);
     uint64_t TxBytes() const { return m_txBytes; }
 
+    // Source Flow Control, as selftests/lib/bpf/int_switch.bpf.c: a data
+    // segment that arrives (queued or dropped) to a backlog of at least
+    // trigger_bytes signals its source to pause for the time the port
+    // needs to drain to target_bytes, unless its flow was signalled within
+    // suppress_ns or the port's token bucket (rate per second, burst) is
+    // empty. `send` sends the signal's UDP payload (include/hpcc_sfc.h,
+    // built by the core's hpcc_sfc_encode) from the switch to an address.
+    struct Sfc
+    {
+        uint64_t trigger_bytes = 0; // 0: off
+        uint64_t target_bytes = 0;
+        uint64_t suppress_ns = 200000;
+        uint32_t rate = 100000;
+        uint32_t burst = 64;
+        uint32_t switch_id = 0;
+        uint16_t port_id = 0;
+        std::function<void(ns3::Ipv4Address to, const uint8_t* payload, size_t len)> send;
+    };
+    void SetSfc(const Sfc& sfc);
+
   private:
     bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override;
     ns3::Ptr<ns3::QueueDiscItem> DoDequeue() override;
@@ -136,6 +164,7 @@ class DcQueueDisc : public ns3::QueueDisc
     // checksum `csum` (RFC 1624) unless null. False if the stack is full.
     bool StampStack(uint8_t* stack, uint32_t wire, uint8_t* csum);
     uint64_t Backlog() const;
+    void SignalSource(ns3::Ptr<ns3::QueueDiscItem> item, uint64_t backlog);
 
     uint32_t m_markBytes = 0;
     ns3::Ptr<ns3::PointToPointNetDevice> m_dev;
@@ -145,6 +174,10 @@ class DcQueueDisc : public ns3::QueueDisc
     uint8_t m_probeDscp = 0;
     uint8_t m_responseDscp = 0;
     uint64_t m_txBytes = 0;
+    Sfc m_sfc;
+    std::map<std::array<uint8_t, 13>, uint64_t> m_sfcLast; // flow -> last signal, ns
+    uint64_t m_sfcTokens = 0;                               // in 10^-9 signals
+    uint64_t m_sfcLastNs = 0;
 };
 
 // Static routes with a per-flow hash over equal-cost next hops: a packet's

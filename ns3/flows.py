@@ -10,9 +10,10 @@ of each host's link. A host's arrival rate is load * link / mean size. The
 list is a pure function of its arguments (one seeded generator), so every
 algorithm of a comparison runs the same flows.
 
-    flows.py CDF --hosts 32 --load 0.3 --window-us 50000 [--seed 1] [--incast N:KB:FRACTION]
+    flows.py CDF --hosts 32 --load 0.3 --window-us 50000 [--seed 1] [--incast N:BYTES:LOAD:JITTER_US]
 
-Output: `# ...` header lines, then `src dst size start_ns` sorted by start.
+Output: `# ...` header lines, then `src dst size start_ns` sorted by start;
+an incast's flows add its number (from 1) as a fifth column.
 """
 import argparse
 import bisect
@@ -65,11 +66,13 @@ def generate(pts, hosts, load, window_ns, seed, link_bps=100e9, incast=None):
         per = n * size
         rate = frac * hosts * link_bps / 8 / per / 1e9  # incasts per ns
         t = rng.expovariate(rate)
+        group = 0
         while t < window_ns:
+            group += 1
             dst = rng.randrange(hosts)
             srcs = rng.sample([h for h in range(hosts) if h != dst], n)
             for s in srcs:
-                flows.append((s, dst, size, int(t + rng.random() * jitter_ns)))
+                flows.append((s, dst, size, int(t + rng.random() * jitter_ns), group))
             t += rng.expovariate(rate)
     flows.sort(key=lambda f: (f[3], f[0], f[1]))
     return flows, m
@@ -95,7 +98,8 @@ def main(argv=None):
     out.write(f"# flows.py hosts={a.hosts} load={a.load} window_us={a.window_us} seed={a.seed} "
               f"link_gbps={a.link_gbps} incast={a.incast or '-'} mean_bytes={m:.0f} flows={len(flows)}\n")
     for f in flows:
-        out.write(f"{f[0]} {f[1]} {f[2]} {f[3]}\n")
+        # An incast's flows carry its number, a fifth column.
+        out.write(" ".join(str(x) for x in f) + "\n")
 
 
 if __name__ == "__main__":

@@ -82,13 +82,17 @@ def t_incast_adds_synchronized_fan_in():
     for f in big:
         by_dst.setdefault(f[1], []).append(f)
     ok = len(big) > 0 and len(big) % 7 == 0
-    # Each incast: 7 distinct senders to one receiver within the jitter.
-    groups = sorted(big, key=lambda f: f[3])
-    for i in range(0, len(groups), 7):
-        g = groups[i:i + 7]
-        ok &= len({f[1] for f in g}) == 1 and len({f[0] for f in g}) == 7
-        ok &= g[-1][3] - g[0][3] <= 1000
-    return ok, f"{len(big) // 7} incasts of 7 x 250 KB"
+    # Each incast, by its number: 7 distinct senders to one receiver within
+    # the jitter; background flows carry no number.
+    groups = {}
+    for f in big:
+        groups.setdefault(f[4], []).append(f)
+    ok &= sorted(groups) == list(range(1, len(big) // 7 + 1))
+    ok &= all(len(f) == 4 for f in fl if f[2] != 250000)
+    for g in groups.values():
+        ok &= len(g) == 7 and len({f[1] for f in g}) == 1 and len({f[0] for f in g}) == 7
+        ok &= max(f[3] for f in g) - min(f[3] for f in g) <= 1000
+    return ok, f"{len(groups)} incasts of 7 x 250 KB"
 
 
 def run(algo, p99s, p50_big, q, incomplete=0, k=300000, rto=5000, window=0.05, buffer=2000000):

@@ -63,6 +63,8 @@ ConfigLoad(const std::string& profile, const std::vector<std::pair<std::string, 
     c.response_dscp = static_cast<uint8_t>(Knob("response_dscp"));
     c.max_hops = Knob("max_hops");
     c.rcv_count_ns = uint64_t(Knob("rcv_count_us")) * 1000;
+    c.sfc = Knob("sfc_enable") == 1;
+    c.sfc_port = static_cast<uint16_t>(Knob("sfc_port"));
     return true;
 }
 
@@ -102,13 +104,132 @@ HpccHost::Install(Ptr<Node> node)
     NS_ABORT_MSG_IF(!host->m_tcp, "HpccHost: the node has no TCP");
     host->m_rcv = hpcc_rcvcount_new();
     host->m_ipv4->Insert(host);
-    if (Hpcc().int_ack)
+    if (Hpcc().int_ack || Hpcc().sfc)
     {
         auto tcp = DynamicCast<TcpL4Protocol>(host->m_tcp);
         host->m_down = tcp->GetDownTarget();
         tcp->SetDownTarget(MakeCallback(&HpccHost::SendDown, PeekPointer(host)));
     }
+    if (Hpcc().sfc)
+    {
+        // Signals are UDP datagrams to sfc_port; the module takes them in
+        // its netfilter hook, ns-3 hands them to this socket with their TTL.
+        host->m_sfcSocket = Socket::CreateSocket(node, UdpSocketFactory::GetTypeId());
+        host->m_sfcSocket->Bind(InetSocketAddress(Ipv4Address::GetAny(), Hpcc().sfc_port));
+        host->m_sfcSocket->SetIpRecvTtl(true);
+        host->m_sfcSocket->SetRecvCallback(MakeCallback(&HpccHost::OnSignalSocket, PeekPointer(host)));
+    }
     return host;
+}
+
+void
+HpccHost::OnSignalSocket(Ptr<Socket> s)
+{
+    Ptr<Packet> p;
+    while ((p = s->Recv()))
+    {
+        SocketIpTtlTag ttl;
+        uint8_t t = p->RemovePacketTag(ttl) ? ttl.GetTtl() : 0;
+        std::array<uint8_t, HPCC_FFI_SFC_LEN + 1> b{};
+        uint32_t n = p->CopyData(b.data(), b.size());
+        OnSignal(b.data(), n, t);
+    }
+}
+
+void
+HpccHost::OnSignal(const uint8_t* payload, size_t len, uint8_t ttl)
+{
+    auto& st = Probes();
+    st.sfc_received++;
+    struct hpcc_sfc_signal sig;
+    int rc = hpcc_sfc_accept(Hpcc().knobs, ttl, payload, len, &sig);
+    if (rc == 0 && sig.family == 4)
+    {
+        // The data packet's source is this host: the flow's local end.
+        struct hpcc_tuple t = {};
+        t.saddr[10] = t.saddr[11] = t.daddr[10] = t.daddr[11] = 0xff;
+        std::memcpy(t.saddr + 12, sig.saddr, 4);
+        std::memcpy(t.daddr + 12, sig.daddr, 4);
+        t.sport = sig.sport;
+        t.dport = sig.dport;
+        auto it = m_flows.find(Key(t));
+        if (it == m_flows.end())
+        {
+            st.sfc_no_flow++;
+            return;
+        }
+        rc = it->second->OnSignal(sig, NowNs());
+    }
+    if (rc != 0)
+    {
+        st.sfc_refused[rc]++;
+    }
+}
+
+void
+HpccHost::PauseUntil(const struct hpcc_tuple& t, uint64_t until_ns)
+{
+    auto& ps = m_paused[Key(t)];
+    ps.until_ns = std::max(ps.until_ns, until_ns);
+}
+
+void
+HpccHost::Emit(Ptr<Packet> p, Ipv4Address src, Ipv4Address dst, uint8_t proto, Ptr<Ipv4Route> route)
+{
+    if (!m_paused.empty() && proto == 6)
+    {
+        TcpHeader th;
+        if (p->PeekHeader(th) != 0)
+        {
+            auto k = Key(V4Tuple(src, dst, th.GetSourcePort(), th.GetDestinationPort()));
+            auto it = m_paused.find(k);
+            if (it != m_paused.end())
+            {
+                Pause& ps = it->second;
+                uint64_t now = NowNs();
+                if (now < ps.until_ns || !ps.held.empty())
+                {
+                    // Behind the deadline, and behind what waits already.
+                    ps.held.push_back({p, src, dst, proto, route});
+                    Probes().sfc_held++;
+                    if (!ps.scheduled)
+                    {
+                        ps.scheduled = true;
+                        Simulator::Schedule(NanoSeconds(ps.until_ns > now ? ps.until_ns - now : 0),
+                                            &HpccHost::Release, this, k);
+                    }
+                    return;
+                }
+                m_paused.erase(it);
+            }
+        }
+    }
+    m_down(p, src, dst, proto, route);
+}
+
+void
+HpccHost::Release(std::array<uint8_t, 36> key)
+{
+    auto it = m_paused.find(key);
+    if (it == m_paused.end())
+    {
+        return;
+    }
+    Pause& ps = it->second;
+    uint64_t now = NowNs();
+    if (now < ps.until_ns)
+    {
+        // A later signal moved the deadline.
+        Simulator::Schedule(NanoSeconds(ps.until_ns - now), &HpccHost::Release, this, key);
+        return;
+    }
+    std::vector<Held> held;
+    held.swap(ps.held);
+    m_paused.erase(it);
+    for (auto& h : held)
+    {
+        m_down(h.p, h.src, h.dst, h.proto, h.route);
+    }
 }
 
 std::array<uint8_t, 36>
@@ -224,7 +345,7 @@ void
 HpccHost::SendDown(Ptr<Packet> p, Ipv4Address src, Ipv4Address dst, uint8_t proto, Ptr<Ipv4Route> route)
 {
     TcpHeader th;
-    if (proto == 6 && p->PeekHeader(th) != 0)
+    if (Hpcc().int_ack && proto == 6 && p->PeekHeader(th) != 0)
     {
         struct hpcc_tuple t = V4Tuple(src, dst, th.GetSourcePort(), th.GetDestinationPort());
         uint32_t payload = p->GetSize() - th.GetSerializedSize();
@@ -259,7 +380,7 @@ HpccHost::SendDown(Ptr<Packet> p, Ipv4Address src, Ipv4Address dst, uint8_t prot
             p->AddPacketTag(tos);
         }
     }
-    m_down(p, src, dst, proto, route);
+    Emit(p, src, dst, proto, route);
 }
 
 bool
@@ -439,6 +560,33 @@ TcpHpcc::Attach(Ptr<HpccHost> host, const struct hpcc_tuple& t, uint64_t id)
     m_id = id;
     m_attached = true;
     host->Register(t, this);
+    if (Hpcc().sfc && !m_sfc)
+    {
+        m_sfc = hpcc_sfc_mail_new();
+    }
+}
+
+int
+TcpHpcc::OnSignal(const struct hpcc_sfc_signal& s, uint64_t now)
+{
+    if (!m_tcb || !m_sfc)
+    {
+        return 0;
+    }
+    uint64_t pause = 0;
+    int rc = hpcc_sfc_check_flow(Hpcc().knobs, &s, m_tcb->m_lastAckedSeq.GetValue(),
+                                 m_tcb->m_highTxMark.Get().GetValue(), &pause);
+    if (rc != 0)
+    {
+        return rc;
+    }
+    // ns-3 has no socket owned by a process: the pause applies at once,
+    // as the module's does when no process holds the socket.
+    m_host->PauseUntil(m_tuple, now + pause);
+    hpcc_sfc_mail_put(m_sfc, now, s.qlen, s.speed, 0);
+    Probes().sfc_applied++;
+    Probes().sfc_pause_ns += pause;
+    return 0;
 }
 
 void
@@ -458,6 +606,11 @@ TcpHpcc::Detach()
     {
         hpcc_nonces_free(m_nonces);
         m_nonces = nullptr;
+    }
+    if (m_sfc)
+    {
+        hpcc_sfc_mail_free(m_sfc);
+        m_sfc = nullptr;
     }
 }
 
@@ -661,8 +814,22 @@ TcpHpcc::CongControl(Ptr<TcpSocketState> tcb,
         took = true;
         flags |= HPCC_FFI_CTL_HAS_RESPONSE;
     }
+    if (m_flow && m_sfc)
+    {
+        hpcc_sfc_mail_state(m_sfc, &sfc);
+    }
     struct hpcc_ack_decision d;
     hpcc_sock_on_ack(&m_sock, Hpcc().knobs, &c, &r, m_flow, took ? &resp : nullptr, m_flow ? &sfc : nullptr, &d);
+    if (d.take_pause)
+    {
+        flags |= HPCC_FFI_CTL_TAKE_PAUSE;
+        uint64_t until = hpcc_sfc_mail_take_pause(m_sfc);
+        if (until != 0)
+        {
+            m_host->PauseUntil(m_tuple, until);
+        }
+    }
+    Probes().sfc_window_cuts += (d.notes >> HPCC_FFI_NOTE_SFC_WINDOW_CUT) & 1;
     if (m_flow && d.probe && !Hpcc().int_ack && SendProbe(tcb, c.now_ns))
     {
         flags |= HPCC_FFI_CTL_PROBED;

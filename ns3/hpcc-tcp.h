@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace hpccsim
 {
@@ -43,6 +44,10 @@ struct HpccConfig
     // carries an INT block the switches stamp, and every ACK echoes the
     // newest one back (int=ack).
     bool int_ack = false;
+    // SFC: hosts take switches' signals (the knob sfc_enable), on this
+    // UDP port (sfc_port).
+    bool sfc = false;
+    uint16_t sfc_port = 0;
 };
 HpccConfig& Hpcc();
 // Loads `profile` with NAME=VALUE overrides; false if the core refuses it.
@@ -71,6 +76,14 @@ struct ProbeStats
     uint64_t acks = 0;
     uint64_t hpcc_acks = 0;     // decided by telemetry (note HpccAck)
     uint64_t fallback_acks = 0; // by the fallback law (note FallbackAck)
+    // SFC signals at the senders.
+    uint64_t sfc_received = 0;
+    uint64_t sfc_applied = 0;
+    uint64_t sfc_no_flow = 0;
+    std::map<int, uint64_t> sfc_refused; // by enum hpcc_sfc_outcome code
+    uint64_t sfc_pause_ns = 0;           // pauses applied, summed
+    uint64_t sfc_window_cuts = 0;        // ACKs that cut the window (note SfcWindowCut)
+    uint64_t sfc_held = 0;               // packets held by a pause
 };
 ProbeStats& Probes();
 
@@ -102,8 +115,14 @@ class HpccHost : public ns3::IpL4Protocol
     DownTargetCallback GetDownTarget() const override { return m_tcp->GetDownTarget(); }
     DownTargetCallback6 GetDownTarget6() const override { return m_tcp->GetDownTarget6(); }
 
+    // A switch's SFC signal (the UDP payload) that arrived with `ttl`.
+    void OnSignal(const uint8_t* payload, size_t len, uint8_t ttl);
+    // Holds what this host sends on tuple `t` until `until_ns` (the
+    // module moves the socket's departure clock; sch_fq holds).
+    void PauseUntil(const struct hpcc_tuple& t, uint64_t until_ns);
+
   private:
-    // int=ack: TCP's segments on their way down, and up.
+    // int=ack and SFC: TCP's segments on their way down, and up.
     void SendDown(ns3::Ptr<ns3::Packet> p,
                   ns3::Ipv4Address src,
                   ns3::Ipv4Address dst,
@@ -131,6 +150,26 @@ class HpccHost : public ns3::IpL4Protocol
         std::array<uint8_t, HPCC_FFI_INT_LEN> int_stack{};
     };
     std::map<std::array<uint8_t, 36>, Echo> m_echo;
+    // SFC: the flows paused, their deadline and what waits for it.
+    struct Held
+    {
+        ns3::Ptr<ns3::Packet> p;
+        ns3::Ipv4Address src, dst;
+        uint8_t proto;
+        ns3::Ptr<ns3::Ipv4Route> route;
+    };
+    struct Pause
+    {
+        uint64_t until_ns = 0;
+        std::vector<Held> held;
+        bool scheduled = false;
+    };
+    std::map<std::array<uint8_t, 36>, Pause> m_paused;
+    void Emit(ns3::Ptr<ns3::Packet> p, ns3::Ipv4Address src, ns3::Ipv4Address dst, uint8_t proto,
+              ns3::Ptr<ns3::Ipv4Route> route);
+    void Release(std::array<uint8_t, 36> key);
+    ns3::Ptr<ns3::Socket> m_sfcSocket;
+    void OnSignalSocket(ns3::Ptr<ns3::Socket> s);
 
   public:
     void Accept(const struct hpcc_tuple& t) { m_accepts[Key(t)]++; }
@@ -156,6 +195,10 @@ class TcpHpcc : public ns3::TcpCongestionOps
     void Detach();
     // A response its nonce and INT stack passed (HpccHost).
     void Deliver(uint64_t rx_ns, uint32_t snd_nxt, const uint8_t* int_stack);
+    // An SFC signal for this flow that passed the host's rules: the
+    // window check, then the pause (HpccHost::PauseUntil) and the cell
+    // for the next ACK. 0 or the refusal's code.
+    int OnSignal(const struct hpcc_sfc_signal& s, uint64_t now);
     struct hpcc_nonces* Nonces() const { return m_nonces; }
     bool HasFlow() const { return m_flow != nullptr; }
     // ACKs this connection's controller decided, and how many by telemetry.
@@ -200,6 +243,7 @@ class TcpHpcc : public ns3::TcpCongestionOps
     struct hpcc_sock m_sock = {};
     struct hpcc_flow* m_flow = nullptr;
     struct hpcc_nonces* m_nonces = nullptr;
+    struct hpcc_sfc_mail* m_sfc = nullptr;
     uint64_t m_acks = 0;
     uint64_t m_telemetry_acks = 0;
     uint32_t m_srtt_us = 0; // Linux's smoothed RTT (ns-3 keeps it in the socket, out of reach)
