@@ -90,6 +90,15 @@ def table(key, rs, out):
         out.write(f"| {label(r)} | " + " | ".join(cells) +
                   f" | {fmt(b['>1MB']['p50'])} | {r['q_p99_bytes'] / 1000:.0f} | {r['drops']} | {r['incomplete']}"
                   f" | {r['probes_per_s_host']:.0f} | {100 * r['probe_wire_share']:.2f}% | {r['wall_s']:.0f} |\n")
+    if any(r.get("incasts") for r in rs):
+        out.write("\n| run | incasts | queue p99 (KB) | drops | after an incast's first RTT | signals sent / applied"
+                  " | mean pause (us) | window cuts | signal bytes |\n|---|---|---|---|---|---|---|---|---|\n")
+        for r in rs:
+            st = r.get("sfc_stats", {})
+            out.write(f"| {label(r)} | {r['incasts']} | {r['q_p99_bytes'] / 1000:.0f} | {r['drops']}"
+                      f" | {r['drops_after_first_rtt']} | {st.get('sent', 0)} / {st.get('applied', 0)}"
+                      f" | {fmt(st.get('pause_us_mean', 0), 1)} | {st.get('window_cuts', 0)}"
+                      f" | {100 * st.get('wire_share', 0):.3f}% |\n")
     anchors = ANCHORS.get((w, load))
     if anchors and anchored(rs[0]):
         for algo, rows in anchors.items():
@@ -103,20 +112,33 @@ def judge(key, rs, out):
     bars (the module's profile as "hpcc", a variant by its label)."""
     topo, w, load, _ = key
     base = [r for r in rs if label(r) == "dctcp"]
-    if not base:
-        return []
-    d = base[0]["buckets"]
     checks = []
 
     def check(name, value, bar, ok):
         checks.append((f"{topo} {w} {int(load * 100)}%: {name}", value, bar, ok))
 
+    d = base[0]["buckets"] if base else None
+
     anchors = ANCHORS.get((w, load))
-    if anchors and anchored(base[0]):
+    if base and anchors and anchored(base[0]):
         for i, b in enumerate(BUCKETS[:2]):
             v = ratio(d[b]["p99"], anchors["dctcp"][i][1])
             check(f"baseline: dctcp/anchor DCTCP p99 {b}", v, "within 2x", v is not None and 0.5 <= v <= 2)
-    for r in (r for r in rs if r["algo"] == "hpcc"):
+    # SFC on against the same run with SFC off (the SFC talk's scenario).
+    for r in (r for r in rs if r["algo"] == "hpcc" and r.get("sfc")):
+        name = label(r)
+        off = [o for o in rs if label(o) + " sfc" == name]
+        if not off:
+            continue
+        o = off[0]
+        v = ratio(r["q_p99_bytes"], o["q_p99_bytes"])
+        check(f"{name}/off p99 switch queue", v, "<= 0.5", v is not None and v <= 0.5)
+        for b in BUCKETS[:2]:
+            v = ratio(r["buckets"][b]["p99"], o["buckets"][b]["p99"])
+            check(f"{name}/off p99 slowdown {b}", v, "<= 0.8", v is not None and v <= 0.8)
+        check(f"{name}: drops after an incast's first base RTT", r["drops_after_first_rtt"], "0",
+              r["drops_after_first_rtt"] == 0)
+    for r in (r for r in rs if base and r["algo"] == "hpcc" and not r.get("sfc")):
         h, name = r["buckets"], label(r)
         for b, bar in (("<10KB", 0.5), ("10-100KB", 0.8)):
             v = ratio(h[b]["p99"], d[b]["p99"])
