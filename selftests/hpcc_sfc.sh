@@ -16,6 +16,8 @@
 #     switch is silent (outside the access list, TTL 254, an unknown flow,
 #     a sequence number outside the flow's window, truncated, a bad
 #     version): each counted exactly under its reason, none applied;
+#     (3b) with sfc_max_hops 1 a TTL-254 signal passes the TTL rule (and
+#     meets the window's), a TTL-253 one does not;
 #  4. pause precision: one injected 5 ms pause (in the flow's window,
 #     from the switch's address, a frame from the switch's port): in
 #     the emulator's packet log the flow's data departures stop (but for
@@ -48,7 +50,7 @@ set -u
 
 PORT=9000
 
-ktap_begin 13 ip tc bpftool python3 modprobe
+ktap_begin 14 ip tc bpftool python3 modprobe
 cleanup() {
 	knobs_reset sfc_enable sfc_scope sfc_window_cut sfc_acl sfc_ifaces
 	intsw_cleanup
@@ -180,6 +182,42 @@ t_spoof() {
 	return $ok
 }
 ktap_check "spoofed_and_malformed_counted_never_applied" t_spoof
+
+# 3b. sfc_max_hops 1: a signal that crossed one router (TTL 254), refused
+# as bad_ttl by default (check 3), passes the TTL rule and meets the next
+# one (its sequence number 0 is out of the window); TTL 253 is still refused.
+t_max_hops() {
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
+	local k=$!
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$OUT/hops.send" &
+	local s=$! i
+	for i in $(seq 1 100); do [ -s "$OUT/hops.send" ] && break; sleep 0.2; done
+	local sport
+	sport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["sport"])' "$OUT/hops.send")
+	sleep 1
+	echo 1 >"$P/sfc_max_hops" || return 1
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/hops.0"
+	ip netns exec ${HPCC_NS}-sw1 python3 "$SIG" inject --to 10.1.1.1 --dport $PORT --count 10 \
+		--case "10.255.0.1,254,$sport,0,good" --case "10.255.0.1,253,$sport,0,good" >"$OUT/hops.inject"
+	local rc=$?
+	sleep 1
+	sfc_counts ${HPCC_NS}-s1 >"$OUT/hops.1"
+	knobs_reset sfc_max_hops
+	kill $s 2>/dev/null
+	wait $s
+	wait $k
+	[ $rc -eq 0 ] || return 1
+	local n ok=0
+	for n in sfc_bad_ttl:10 sfc_seq_out_of_window:10 sfc_applied:0 sfc_deferred:0; do
+		local got
+		got=$(sfc_delta "$OUT/hops.0" "$OUT/hops.1" "${n%%:*}")
+		echo "${n%%:*}: $got (want ${n#*:})"
+		[ "$got" -eq "${n#*:}" ] || ok=1
+	done
+	return $ok
+}
+ktap_check "max_hops_lets_routed_signals_past_the_ttl_rule" t_max_hops
 
 # 4. Pause precision, the switch silent (check 3 turned it off). The
 # window cut is off for this one: a cut leaves the flow window-limited
