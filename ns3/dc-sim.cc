@@ -616,6 +616,7 @@ main(int argc, char* argv[])
     cmd.AddValue("buffer", "drop-tail buffer per switch port, bytes", buffer);
     cmd.AddValue("host-queue", "a host's egress fq limit (ns-3 queue size)", host_queue);
     cmd.AddValue("rto-min-us", "TCP minimum RTO", tcp.rto_min_us);
+    cmd.AddValue("init-cwnd", "TCP initial window, segments (a diagnostic: every judged run uses 10)", tcp.init_cwnd);
     cmd.AddValue("time-wait-us", "TCP TIME_WAIT (2 MSL)", tcp.time_wait_us);
     cmd.AddValue("delack-count", "TCP: segments per delayed ACK", tcp.delack_count);
     cmd.AddValue("delack-timeout-us", "TCP: delayed-ACK timeout", tcp.delack_timeout_us);
