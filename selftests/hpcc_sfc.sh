@@ -138,17 +138,25 @@ t_enabled() {
 }
 ktap_check_v "enabled_signals_pause_and_cut" t_enabled
 
+# An hpcc connection from s1 that keeps sending (sfc_signal.py tcpsend,
+# its JSON in FILE); sets the caller's k (the sink's PID), s (the
+# sender's) and sport.
+sending_conn() { # sending_conn FILE
+	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
+	k=$!
+	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$1" &
+	s=$!
+	local i
+	for i in $(seq 1 100); do [ -s "$1" ] && break; sleep 0.2; done
+	sport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["sport"])' "$1")
+}
+
 # 3. Spoofed and malformed signals, the switch silent.
 t_spoof() {
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
-	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
-	local k=$!
-	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$OUT/spoof.send" &
-	local s=$! i
-	for i in $(seq 1 100); do [ -s "$OUT/spoof.send" ] && break; sleep 0.2; done
-	local sport isn
-	sport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["sport"])' "$OUT/spoof.send")
+	local k s sport isn
+	sending_conn "$OUT/spoof.send" || return 1
 	isn=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["isn"])' "$OUT/spoof.send")
 	sleep 1
 	sfc_counts ${HPCC_NS}-s1 >"$OUT/spoof.0"
@@ -187,14 +195,8 @@ ktap_check "spoofed_and_malformed_counted_never_applied" t_spoof
 # as bad_ttl by default (check 3), passes the TTL rule and meets the next
 # one (its sequence number 0 is out of the window); TTL 253 is still refused.
 t_max_hops() {
-	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
-	local k=$!
-	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
-	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" tcpsend 10.0.2.1 $PORT 30 >"$OUT/hops.send" &
-	local s=$! i
-	for i in $(seq 1 100); do [ -s "$OUT/hops.send" ] && break; sleep 0.2; done
-	local sport
-	sport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["sport"])' "$OUT/hops.send")
+	local k s sport
+	sending_conn "$OUT/hops.send" || return 1
 	sleep 1
 	echo 1 >"$P/sfc_max_hops" || return 1
 	sfc_counts ${HPCC_NS}-s1 >"$OUT/hops.0"
