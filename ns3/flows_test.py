@@ -137,6 +137,27 @@ def t_report_ratios_and_bars():
     return ok, f"checks {got}"
 
 
+def t_report_judges_sfc_against_off():
+    # SFC on against the same run with SFC off: queue, short flows, drops
+    # after an incast's first base RTT; no dctcp needed.
+    off = run("hpcc", [10.0, 20.0, 30.0, 5.0], 2.0, 1_000_000)
+    on = run("hpcc", [4.0, 17.0, 10.0, 5.0], 2.0, 400_000)
+    on["sfc"] = 1
+    for r, late in ((off, 40), (on, 3)):
+        r.update({"incasts": 5, "drops": late, "drops_after_first_rtt": late, "sfc_stats": {}})
+    out = io.StringIO()
+    checks = dc_report.judge(("leaf-spine-32", "WebSearch+incast", 0.5, "abc"), [off, on], out)
+    got = {name.split(": ", 1)[1]: (round(v, 3), ok) for name, v, _, ok in checks}
+    want = {
+        "hpcc sfc/off p99 switch queue": (0.4, True),
+        "hpcc sfc/off p99 slowdown <10KB": (0.4, True),
+        "hpcc sfc/off p99 slowdown 10-100KB": (0.85, False),
+        "hpcc sfc: drops after an incast's first base RTT": (3, False),
+    }
+    dc_report.table(("leaf-spine-32", "WebSearch+incast", 0.5, "abc"), [off, on], out)
+    return got == want and "after an incast's first RTT" in out.getvalue(), f"checks {got}"
+
+
 def t_report_labels_variants():
     labels = [dc_report.label(run("dctcp", [1] * 4, 1, 1, k=30000)),
               dc_report.label(run("hpcc", [1] * 4, 1, 1, rto=200000)),
@@ -147,4 +168,4 @@ def t_report_labels_variants():
 if __name__ == "__main__":
     ktap.run([t_cdf_read_and_mean, t_cdf_refuses_malformed, t_sample_interpolates, t_same_arguments_same_list,
               t_offered_load_and_destinations, t_incast_adds_synchronized_fan_in, t_report_ratios_and_bars,
-              t_report_labels_variants])
+              t_report_judges_sfc_against_off, t_report_labels_variants])
