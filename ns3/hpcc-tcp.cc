@@ -146,12 +146,8 @@ HpccHost::OnSignal(const uint8_t* payload, size_t len, uint8_t ttl)
     if (rc == 0 && sig.family == 4)
     {
         // The data packet's source is this host: the flow's local end.
-        struct hpcc_tuple t = {};
-        t.saddr[10] = t.saddr[11] = t.daddr[10] = t.daddr[11] = 0xff;
-        std::memcpy(t.saddr + 12, sig.saddr, 4);
-        std::memcpy(t.daddr + 12, sig.daddr, 4);
-        t.sport = sig.sport;
-        t.dport = sig.dport;
+        struct hpcc_tuple t = V4Tuple(Ipv4Address::Deserialize(sig.saddr), Ipv4Address::Deserialize(sig.daddr),
+                                      sig.sport, sig.dport);
         auto it = m_flows.find(Key(t));
         if (it == m_flows.end())
         {
