@@ -50,7 +50,7 @@ use super::guard::{init_cwnd, telemetry_cwnd, Capped, DeliveryBound};
 use super::knobs::Knobs;
 use super::law::{srtt_pacing_cap, Event, HpccFlow};
 use super::params::HpccParams;
-use super::probe;
+use super::{budget, probe};
 use super::sfc::{self, WindowCut};
 use super::wire;
 
@@ -339,6 +339,9 @@ pub mod ctl_rec {
     pub const TAKE_PAUSE: u16 = 0x0200;
     /// `init`: the socket had sent data before.
     pub const HAS_SENT_DATA: u16 = 0x0400;
+    /// A probe was due but the namespace's probe budget held it back
+    /// ([`super::FlowCtl::admit_probe`]).
+    pub const PROBE_HELD: u16 = 0x0800;
 }
 
 /// What an ACK decided.
@@ -542,6 +545,15 @@ pub struct FlowCtl {
     /// Until when rate samples may measure an SFC pause, not the path,
     /// ns (0: none).
     sfc_held_until_ns: u64,
+    /// The flow's side of its namespace's probe budget.
+    budget: budget::FlowState,
+    /// The budget held a due probe since the last one left.
+    held: bool,
+    /// When the budget held the last probe back: the time between it and
+    /// the one before, at most [`probe::MAX_INTERVAL_NS`] (0: not held).
+    /// Telemetry stays fresh for [`FRESH_INTERVALS`] of these, as it does
+    /// for [`FRESH_INTERVALS`] probe intervals.
+    held_gap_ns: u64,
 }
 
 impl FlowCtl {
@@ -564,6 +576,9 @@ impl FlowCtl {
             sfc_gen: 0,
             sfc_cut: WindowCut::default(),
             sfc_held_until_ns: 0,
+            budget: budget::FlowState::default(),
+            held: false,
+            held_gap_ns: 0,
         })
     }
 
@@ -589,7 +604,7 @@ impl FlowCtl {
 
     /// The probe interval ([`probe::interval_ns`]).
     fn probe_interval_ns(&self, k: &Knobs, srtt_us: u32) -> u64 {
-        probe::interval_ns(k.probe_interval_us, srtt_us, self.base_rtt_ns)
+        probe::interval_ns(k.probe_interval_us, k.probe_min_interval_us, srtt_us, self.base_rtt_ns)
     }
 
     /// At a transmit start: whether to send a probe now, ahead of the
@@ -614,8 +629,34 @@ impl FlowCtl {
     pub fn probe_sent(&mut self, now_ns: u64) -> u32 {
         let slot = self.probes;
         self.probes = self.probes.wrapping_add(1);
+        self.budget.sent(self.last_probe_ns, now_ns);
+        self.held_gap_ns = match (self.held, self.last_probe_ns) {
+            (true, last) if last != 0 => now_ns.saturating_sub(last).min(probe::MAX_INTERVAL_NS),
+            _ => 0,
+        };
+        self.held = false;
         self.last_probe_ns = now_ns;
         slot
+    }
+
+    /// Whether the namespace's probe budget `b` lets a due probe leave now
+    /// ([`budget::FlowState::admit`]: the flow's fair share,
+    /// pairs, the namespace's cap); `probe_budget` 0 always does. Call it
+    /// only for a probe that is due, and [`FlowCtl::probe_sent`] after a
+    /// [`budget::Admit::Send`].
+    pub fn admit_probe(&mut self, k: &Knobs, b: &budget::Budget, c: &Conn) -> budget::Admit {
+        let interval = self.probe_interval_ns(k, c.srtt_us);
+        let a = self.budget.admit(b, k.probe_budget, interval, self.last_probe_ns, c.now_ns);
+        if a != budget::Admit::Send {
+            self.probe_held();
+        }
+        a
+    }
+
+    /// The budget held a due probe back ([`FlowCtl::admit_probe`] calls
+    /// it; a replay of a trace calls it for each `PROBE_HELD`).
+    pub fn probe_held(&mut self) {
+        self.held = true;
     }
 
     /// The pacing rate: R = W/T, at most the path's slowest link (with
@@ -781,8 +822,9 @@ impl FlowCtl {
         d.take_pause = self.on_sfc(k, c, sfc, w_before, &mut d.notes);
         let interval = self.probe_interval_ns(k, c.srtt_us);
         d.probe = c.packets_out > 0 && self.probe_due(k, c);
+        // A budget that stretches the probes stretches freshness alike.
         let fresh = self.last_update_ns != 0
-            && c.now_ns.saturating_sub(self.last_update_ns) <= interval.saturating_mul(FRESH_INTERVALS);
+            && c.now_ns.saturating_sub(self.last_update_ns) <= interval.max(self.held_gap_ns).saturating_mul(FRESH_INTERVALS);
         fresh.then(|| (self.law.window_bytes(), self.pacing_rate(k, c.srtt_us)))
     }
 }

@@ -249,6 +249,12 @@ macro_rules! knob_table {
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
             probe_interval_us: 0, Range::span(0, MAX_US),
                 "probe interval in us; 0 = one per smoothed RTT";
+            probe_min_interval_us: 5, Range::span(0, MAX_US),
+                "floor of each flow's probe interval in us (a flow at a 5 us RTT probes at most 200,000 times a second); 0 = none";
+            probe_budget: 1_000_000, Range::zero_or(100, 100_000_000),
+                "probes a network namespace sends per second (bursts of 32); when its flows want more, each gets the same fraction of the probes it wants (in pairs when they are more than 8 ms apart); 0 = no limit";
+            response_budget: 4_000_000, Range::zero_or(100, 100_000_000),
+                "responses a network namespace sends per second (bursts of 32): the probes it answers, from all its peers (an incast's senders each probe within their own budget); 0 = no limit";
             probe_dscp: probe::DSCP_PROBE_DEFAULT as u32, Range::span(1, MAX_DSCP),
                 "DSCP of probes (RFC 2474 pool 2); the fabric reserves it for probes";
             response_dscp: probe::DSCP_RESPONSE_DEFAULT as u32, Range::span(1, MAX_DSCP).differs("probe_dscp"),

@@ -57,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod control;
 pub mod fallback;
 pub mod fixed;

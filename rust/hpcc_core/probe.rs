@@ -67,14 +67,16 @@ const IPPROTO_TCP: u8 = 6;
 pub const MAX_INTERVAL_NS: u64 = wire::MAX_GAP_NS / 2;
 
 /// The probe interval: `knob_us` if set, else one smoothed RTT (at least
-/// `base_rtt_ns`), and never more than [`MAX_INTERVAL_NS`].
-pub fn interval_ns(knob_us: u32, srtt_us: u32, base_rtt_ns: u64) -> u64 {
+/// `base_rtt_ns`); at least `floor_us` (`probe_min_interval_us`, which
+/// bounds one flow's probes at a tiny RTT), and never more than
+/// [`MAX_INTERVAL_NS`].
+pub fn interval_ns(knob_us: u32, floor_us: u32, srtt_us: u32, base_rtt_ns: u64) -> u64 {
     let ns = if knob_us != 0 {
         u64::from(knob_us).saturating_mul(1000)
     } else {
         u64::from(srtt_us).saturating_mul(1000).max(base_rtt_ns)
     };
-    ns.min(MAX_INTERVAL_NS)
+    ns.max(u64::from(floor_us).saturating_mul(1000)).min(MAX_INTERVAL_NS)
 }
 
 /// Probe or response.
@@ -573,13 +575,15 @@ mod tests {
 
     #[test]
     fn probe_interval_follows_srtt_up_to_half_the_ts_gap() {
-        assert_eq!(interval_ns(0, 2_000, 1_000_000), 2_000_000);
-        assert_eq!(interval_ns(0, 500, 1_000_000), 1_000_000, "at least T");
-        assert_eq!(interval_ns(300, 2_000, 1_000_000), 300_000, "the knob");
+        assert_eq!(interval_ns(0, 0, 2_000, 1_000_000), 2_000_000);
+        assert_eq!(interval_ns(0, 0, 500, 1_000_000), 1_000_000, "at least T");
+        assert_eq!(interval_ns(300, 0, 2_000, 1_000_000), 300_000, "the knob");
+        assert_eq!(interval_ns(0, 5, 3, 2_000), 5_000, "the floor over srtt and T");
+        assert_eq!(interval_ns(2, 5, 3, 2_000), 5_000, "the floor over the knob");
         // A 20 ms RTT (or knob) still gives samples that unwrap.
-        assert_eq!(interval_ns(0, 20_000, 20_000_000), wire::MAX_GAP_NS / 2);
-        assert_eq!(interval_ns(1_000_000, 0, 0), wire::MAX_GAP_NS / 2);
-        assert!(interval_ns(0, u32::MAX, u64::MAX) < wire::MAX_GAP_NS);
+        assert_eq!(interval_ns(0, 0, 20_000, 20_000_000), wire::MAX_GAP_NS / 2);
+        assert_eq!(interval_ns(1_000_000, 0, 0, 0), wire::MAX_GAP_NS / 2);
+        assert!(interval_ns(0, u32::MAX, u32::MAX, u64::MAX) < wire::MAX_GAP_NS);
     }
 
     #[test]

@@ -787,3 +787,30 @@ fn closed_loop_climbs_back_from_the_minimum_window() {
     eprintln!("from cwnd {}: {steps} RTTs to 90% of the link", d.cwnd);
     assert!(steps <= 50, "{steps} RTTs to regain 90% of the link");
 }
+
+#[test]
+fn a_budget_that_stretches_probes_stretches_freshness_alike() {
+    // The same two samples, but the probe before the second one was held
+    // by the namespace's probe budget for 3 ms (3 probe intervals): the
+    // telemetry then stays fresh for 8 such gaps, not 8 intervals.
+    let k = Knobs { init_window_bytes: 64 * 1024, ..Knobs::DEFAULT };
+    let c0 = conn(1_000_000, 45);
+    let (mut s, _) = SockCtl::init(&k, &c0, false);
+    let mut f = FlowCtl::new(&k, &c0).unwrap();
+    let sfc = SfcState::default();
+    f.probe_sent(1_000_000);
+    let r1 = int(1_000_000, 0, 0);
+    s.on_ack(&k, &c0, None, Some((&mut f, Some(&Response { rx_ns: 1_000_000, snd_nxt: 1, int: &r1 }), &sfc)));
+    f.probe_held();
+    f.probe_sent(4_000_000);
+    let c1 = Conn { now_ns: 4_000_000, snd_nxt: 1 + 45 * MSS, ..c0 };
+    let r2 = int(4_000_000, 3 * B / 2000, 0);
+    let d = s.on_ack(&k, &c1, None, Some((&mut f, Some(&Response { rx_ns: 4_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sfc)));
+    assert!(d.notes.has(Note::HpccAck), "{:?}", d.notes);
+    let at = |dt| Conn { now_ns: c1.now_ns + dt, ..c1 };
+    assert!(s.on_ack(&k, &at(24_000_000), None, Some((&mut f, None, &sfc))).notes.has(Note::HpccAck));
+    assert!(s.on_ack(&k, &at(24_000_001), None, Some((&mut f, None, &sfc))).notes.has(Note::FallbackAck));
+    // A probe that left unheld restores the probe interval's freshness.
+    f.probe_sent(4_500_000);
+    assert!(s.on_ack(&k, &at(8_000_001), None, Some((&mut f, None, &sfc))).notes.has(Note::FallbackAck));
+}
