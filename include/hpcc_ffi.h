@@ -7,7 +7,7 @@
  * struct here against the Rust layout, field by field, and drives every
  * function from C.
  *
- * Handles (struct hpcc_knobs, hpcc_flow, hpcc_nonces, hpcc_rcvcount) are allocated and
+ * Handles (struct hpcc_knobs, hpcc_flow, hpcc_nonces, hpcc_budget, hpcc_rcvcount) are allocated and
  * freed by the library; struct hpcc_sock is the caller's (zeroed, then
  * hpcc_sock_init). A null pointer makes a call a no-op returning 0, or
  * -EINVAL where the function returns an error.
@@ -32,6 +32,7 @@ extern "C" {
 struct hpcc_knobs;
 struct hpcc_flow;
 struct hpcc_rcvcount;
+struct hpcc_budget;
 
 /* What the connection shows at a hook (the tcp_sock fields, as TCP keeps
  * them; RTTs 0 or UINT32_MAX when unknown). */
@@ -164,6 +165,19 @@ uint32_t hpcc_flow_probe_sent(struct hpcc_flow *f, uint64_t now_ns);
 uint64_t hpcc_flow_pacing_rate(const struct hpcc_flow *f, const struct hpcc_knobs *k, uint32_t srtt_us);
 void hpcc_flow_free(struct hpcc_flow *f);
 
+/* The host's probe budget (probe_budget): a due probe leaves only when
+ * hpcc_flow_admit_probe says HPCC_FFI_ADMIT_SEND; a probe is answered only
+ * when hpcc_budget_take_response says 1. */
+#define HPCC_FFI_ADMIT_SEND 0
+#define HPCC_FFI_ADMIT_WAIT 1
+#define HPCC_FFI_ADMIT_OVER_BUDGET 2
+struct hpcc_budget *hpcc_budget_new(void);
+int hpcc_flow_admit_probe(struct hpcc_flow *f, const struct hpcc_knobs *k, const struct hpcc_budget *b,
+			  const struct hpcc_conn *c);
+void hpcc_flow_probe_held(struct hpcc_flow *f);
+int hpcc_budget_take_response(const struct hpcc_budget *b, const struct hpcc_knobs *k, uint64_t now_ns);
+void hpcc_budget_free(struct hpcc_budget *b);
+
 struct hpcc_rcvcount *hpcc_rcvcount_new(void);
 void hpcc_rcvcount_insert(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns, uint32_t hash);
 uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns,
@@ -200,6 +214,7 @@ void hpcc_rcvcount_free(struct hpcc_rcvcount *r);
 #define HPCC_FFI_CTL_PROBED 0x0100
 #define HPCC_FFI_CTL_TAKE_PAUSE 0x0200
 #define HPCC_FFI_CTL_HAS_SENT_DATA 0x0400
+#define HPCC_FFI_CTL_PROBE_HELD 0x0800
 
 /* hpcc_nonces_accept's verdicts, hpcc_admit_int's refusals. */
 #define HPCC_FFI_NONCE_ACCEPTED 0

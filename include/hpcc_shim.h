@@ -198,6 +198,7 @@ enum hpcc_ctl_hook {
 #define HPCC_CTL_PROBED		0x0100	/* a probe was sent */
 #define HPCC_CTL_TAKE_PAUSE	0x0200	/* a new SFC signal's pause was taken */
 #define HPCC_CTL_HAS_SENT_DATA	0x0400	/* init: the socket sent data before */
+#define HPCC_CTL_PROBE_HELD	0x0800	/* a due probe was held by the netns's probe budget */
 
 /* The controller's inputs and decision at one hook of one connection, for
  * the tcp_hpcc:hpcc_ctl tracepoint: enough to replay every decision of a

@@ -943,7 +943,9 @@ main(int argc, char* argv[])
       << ", \"recoveries\": " << recoveries << ", \"ecn_marks\": " << fs.marks << ", \"incomplete\": " << incomplete
       << ", \"probes_per_s_host\": " << Num(sim_s > 0 ? double(ps.probes_sent) / g.topo.hosts / sim_s : 0)
       << ", \"probe_wire_share\": " << Num(fs.bytes ? double(fs.probe_bytes) / double(fs.bytes) : 0)
-      << ", \"probes\": {\"sent\": " << ps.probes_sent << ", \"stamped\": " << fs.probes_stamped
+      << ", \"probes\": {\"sent\": " << ps.probes_sent << ", \"held_share\": " << ps.probes_held_share
+      << ", \"held_budget\": " << ps.probes_held_budget
+      << ", \"over_response_budget\": " << ps.probes_over_response_budget << ", \"stamped\": " << fs.probes_stamped
       << ", \"full\": " << fs.probes_full << ", \"received\": " << ps.probes_received
       << ", \"no_flow\": " << ps.probes_no_flow << ", \"responses_sent\": " << ps.responses_sent
       << ", \"responses_accepted\": " << ps.responses_accepted << ", \"bad_nonce\": " << ps.responses_bad_nonce

@@ -103,6 +103,7 @@ HpccHost::Install(Ptr<Node> node)
     host->m_tcp = host->m_ipv4->GetProtocol(6);
     NS_ABORT_MSG_IF(!host->m_tcp, "HpccHost: the node has no TCP");
     host->m_rcv = hpcc_rcvcount_new();
+    host->m_budget = hpcc_budget_new();
     host->m_ipv4->Insert(host);
     if (Hpcc().int_ack || Hpcc().sfc)
     {
@@ -450,6 +451,11 @@ HpccHost::OnProbe(const struct hpcc_packet& pkt, uint64_t now)
 {
     auto& st = Probes();
     st.probes_received++;
+    if (!hpcc_budget_take_response(m_budget, Hpcc().knobs, now))
+    {
+        st.probes_over_response_budget++;
+        return;
+    }
     // Only a connection this host holds is answered (the module looks up
     // the established socket).
     if (m_accepts.find(Key(pkt.tuple)) == m_accepts.end())
@@ -700,6 +706,26 @@ TcpHpcc::EnsureFlow(const struct hpcc_conn& c, bool on_ack)
     return flags;
 }
 
+uint16_t
+TcpHpcc::Probe(Ptr<const TcpSocketState> tcb, const struct hpcc_conn& c)
+{
+    if (!m_flow || !m_attached)
+    {
+        return 0;
+    }
+    switch (hpcc_flow_admit_probe(m_flow, Hpcc().knobs, m_host->Budget(), &c))
+    {
+    case HPCC_FFI_ADMIT_SEND:
+        return SendProbe(tcb, c.now_ns) ? HPCC_FFI_CTL_PROBED : 0;
+    case HPCC_FFI_ADMIT_WAIT:
+        Probes().probes_held_share++;
+        return HPCC_FFI_CTL_PROBE_HELD;
+    default:
+        Probes().probes_held_budget++;
+        return HPCC_FFI_CTL_PROBE_HELD;
+    }
+}
+
 bool
 TcpHpcc::SendProbe(Ptr<const TcpSocketState> tcb, uint64_t now)
 {
@@ -765,10 +791,9 @@ TcpHpcc::CwndEvent(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCAEvent_t e
     }
     struct hpcc_conn c = Conn(tcb, tcb->m_bytesInFlight.Get());
     uint16_t flags = EnsureFlow(c, false);
-    if (m_flow && !Hpcc().int_ack && hpcc_flow_probe_at_tx_start(m_flow, Hpcc().knobs, &c) &&
-        SendProbe(tcb, c.now_ns))
+    if (m_flow && !Hpcc().int_ack && hpcc_flow_probe_at_tx_start(m_flow, Hpcc().knobs, &c))
     {
-        flags |= HPCC_FFI_CTL_PROBED;
+        flags |= Probe(tcb, c);
     }
     Trace(HPCC_FFI_CTL_TX_START, c, flags, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0);
 }
@@ -826,9 +851,9 @@ TcpHpcc::CongControl(Ptr<TcpSocketState> tcb,
         }
     }
     Probes().sfc_window_cuts += (d.notes >> HPCC_FFI_NOTE_SFC_WINDOW_CUT) & 1;
-    if (m_flow && d.probe && !Hpcc().int_ack && SendProbe(tcb, c.now_ns))
+    if (m_flow && d.probe && !Hpcc().int_ack)
     {
-        flags |= HPCC_FFI_CTL_PROBED;
+        flags |= Probe(tcb, c);
     }
     Trace(HPCC_FFI_CTL_ACK, c, flags, &r, took ? &resp : nullptr, m_flow ? &sfc : nullptr, d.cwnd, 0, d.pacing_rate,
           d.pacing_shift, d.tso_segs);

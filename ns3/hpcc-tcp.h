@@ -60,6 +60,9 @@ struct hpcc_tuple V4Tuple(ns3::Ipv4Address src, ns3::Ipv4Address dst, uint16_t s
 struct ProbeStats
 {
     uint64_t probes_sent = 0;
+    uint64_t probes_held_share = 0;  // due, held for the flow's share of the budget
+    uint64_t probes_held_budget = 0; // due, held: the host's budget spent
+    uint64_t probes_over_response_budget = 0; // received, not answered: the budget spent
     uint64_t probes_received = 0;
     uint64_t probes_no_flow = 0; // no connection to answer for
     uint64_t responses_sent = 0;
@@ -120,6 +123,8 @@ class HpccHost : public ns3::IpL4Protocol
     // Holds what this host sends on tuple `t` until `until_ns` (the
     // module moves the socket's departure clock; sch_fq holds).
     void PauseUntil(const struct hpcc_tuple& t, uint64_t until_ns);
+    // The host's probe budget (probe_budget), as the module's netns's.
+    const struct hpcc_budget* Budget() const { return m_budget; }
 
   private:
     // int=ack and SFC: TCP's segments on their way down, and up.
@@ -136,6 +141,7 @@ class HpccHost : public ns3::IpL4Protocol
     ns3::Ptr<ns3::IpL4Protocol> m_tcp;
     ns3::Ptr<ns3::Ipv4L3Protocol> m_ipv4;
     struct hpcc_rcvcount* m_rcv = nullptr;
+    struct hpcc_budget* m_budget = nullptr;
     // The connections of this host, sender side, by their tuple.
     std::map<std::array<uint8_t, 36>, TcpHpcc*> m_flows;
     // Connections this host receives (to answer only those), by tuple.
@@ -221,6 +227,8 @@ class TcpHpcc : public ns3::TcpCongestionOps
     struct hpcc_conn Conn(ns3::Ptr<const ns3::TcpSocketState> tcb, uint32_t prior_in_flight_bytes) const;
     uint16_t EnsureFlow(const struct hpcc_conn& c, bool on_ack);
     bool SendProbe(ns3::Ptr<const ns3::TcpSocketState> tcb, uint64_t now);
+    // A due probe through the host's budget, then SendProbe: the trace flag.
+    uint16_t Probe(ns3::Ptr<const ns3::TcpSocketState> tcb, const struct hpcc_conn& c);
     void ApplyPacing(ns3::Ptr<ns3::TcpSocketState> tcb, uint64_t bytes_per_s);
     void Trace(uint8_t hook,
                const struct hpcc_conn& c,

@@ -150,6 +150,11 @@ fn count_malformed(net: NetRef<'_>, e: ProbeError) {
 /// connection, routed as that connection's data.
 fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     inc(net, Counter::ProbesReceived);
+    // The netns's response budget (`response_budget` a second): no
+    // sender, or set of senders, makes this host build more.
+    if !net.state().budget.take_response(now, modparam::knobs().response_budget) {
+        return inc(net, Counter::ProbesOverResponseBudget);
+    }
     let t = &p.tuple;
     let dscp = modparam::dscps().1;
     // The receiver's flow count (hpcc_core::rcvcount), this flow included;

@@ -12,8 +12,10 @@
 //!   [`hpcc_sock_flow_refused`], [`hpcc_sock_ssthresh`],
 //!   [`hpcc_sock_undo_cwnd`], [`hpcc_sock_on_ack`];
 //! * the flow's (`FlowCtl`): [`hpcc_flow_new`], [`hpcc_flow_probe_at_tx_start`],
-//!   [`hpcc_flow_probe_due`], [`hpcc_flow_probe_sent`],
-//!   [`hpcc_flow_pacing_rate`], [`hpcc_flow_free`];
+//!   [`hpcc_flow_probe_due`], [`hpcc_flow_admit_probe`], [`hpcc_flow_probe_held`],
+//!   [`hpcc_flow_probe_sent`], [`hpcc_flow_pacing_rate`], [`hpcc_flow_free`];
+//! * the host's probe budget: [`hpcc_budget_new`],
+//!   [`hpcc_budget_take_response`], [`hpcc_budget_free`];
 //! * which responses the sender accepts: [`hpcc_nonces_new`],
 //!   [`hpcc_nonces_record`], [`hpcc_nonces_accept`], [`hpcc_nonces_free`]
 //!   (a flow's outstanding probes) and [`hpcc_admit_int`];
@@ -33,7 +35,7 @@
 //! (`Conn`, `RateSample`, `SfcState`, `InitDecision`, `Tuple`,
 //! `TraceSample`: `repr(C)`); the others have a C form here.
 //!
-//! Handles (`hpcc_knobs`, `hpcc_flow`, `hpcc_rcvcount`) are boxed by this
+//! Handles (`hpcc_knobs`, `hpcc_flow`, `hpcc_budget`, `hpcc_rcvcount`) are boxed by this
 //! library and freed by it; `SockCtl` is plain data the caller keeps in an
 //! [`HpccSock`] of its own, as the kernel keeps it in `icsk_ca_priv`. Every
 //! pointer argument is checked for null; a null handle or record makes the
@@ -42,6 +44,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use core::ffi::{c_char, c_int, CStr};
+use hpcc_core::budget::{Admit, Budget};
 use hpcc_core::control::{self, AckDecision, Conn, FlowCtl, InitDecision, RateSample, Response, SfcState, SockCtl};
 use hpcc_core::knobs::Knobs;
 use hpcc_core::nonce::{NonceRing, Verdict};
@@ -444,6 +447,57 @@ pub unsafe extern "C" fn hpcc_flow_pacing_rate(f: *const FlowCtl, k: *const Knob
     f.pacing_rate(k, srtt_us)
 }
 
+/// Whether the namespace's probe budget `b` lets flow `f`'s due probe
+/// leave now (`c`, as at the hook that found it due): `HPCC_FFI_ADMIT_SEND` (then call
+/// [`hpcc_flow_probe_sent`]), `HPCC_FFI_ADMIT_WAIT` (the flow's share has
+/// not passed) or `HPCC_FFI_ADMIT_OVER_BUDGET`; -EINVAL for a null
+/// argument.
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`]; `k` null or from
+/// [`hpcc_knobs_new`]; `b` null or from [`hpcc_budget_new`]; `c` null or
+/// a valid record.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_admit_probe(
+    f: *mut FlowCtl,
+    k: *const Knobs,
+    b: *const Budget,
+    c: *const Conn,
+) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(f), Some(k), Some(b), Some(c)) = (unsafe { get_mut(f) }, unsafe { get(k) }, unsafe { get(b) }, unsafe { get(c) })
+    else {
+        return EINVAL;
+    };
+    match f.admit_probe(k, b, c) {
+        Admit::Send => ADMIT_SEND,
+        Admit::Wait => ADMIT_WAIT,
+        Admit::OverBudget => ADMIT_OVER_BUDGET,
+    }
+}
+
+/// The budget held flow `f`'s due probe back (what
+/// [`hpcc_flow_admit_probe`] records itself; for a replay of a trace).
+///
+/// # Safety
+///
+/// `f` null or from [`hpcc_flow_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_probe_held(f: *mut FlowCtl) {
+    // SAFETY: caller contract.
+    if let Some(f) = unsafe { get_mut(f) } {
+        f.probe_held();
+    }
+}
+
+/// [`hpcc_flow_admit_probe`]: send the probe (`HPCC_FFI_ADMIT_SEND`).
+pub const ADMIT_SEND: c_int = 0;
+/// ... the flow's fair share has not passed (`HPCC_FFI_ADMIT_WAIT`).
+pub const ADMIT_WAIT: c_int = 1;
+/// ... the namespace's budget is spent (`HPCC_FFI_ADMIT_OVER_BUDGET`).
+pub const ADMIT_OVER_BUDGET: c_int = 2;
+
 /// Frees a flow's state (NULL: nothing).
 ///
 /// # Safety
@@ -453,6 +507,38 @@ pub unsafe extern "C" fn hpcc_flow_pacing_rate(f: *const FlowCtl, k: *const Knob
 pub unsafe extern "C" fn hpcc_flow_free(f: *mut FlowCtl) {
     // SAFETY: caller contract.
     unsafe { free(f) }
+}
+
+// ---- the probe budget (one per host, as one per netns in the module) ----
+
+/// A host's probe and response budget (`probe_budget`).
+#[no_mangle]
+pub extern "C" fn hpcc_budget_new() -> *mut Budget {
+    Box::into_raw(Box::new(Budget::new()))
+}
+
+/// Whether the host may answer a probe at `now_ns` (1) or not (0: count
+/// it and drop the probe): `response_budget`.
+///
+/// # Safety
+///
+/// `b` null or from [`hpcc_budget_new`]; `k` null or from [`hpcc_knobs_new`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_budget_take_response(b: *const Budget, k: *const Knobs, now_ns: u64) -> c_int {
+    // SAFETY: caller contract.
+    let (Some(b), Some(k)) = (unsafe { get(b) }, unsafe { get(k) }) else { return 0 };
+    c_int::from(b.take_response(now_ns, k.response_budget))
+}
+
+/// Frees a budget (NULL: nothing).
+///
+/// # Safety
+///
+/// `b` null or from [`hpcc_budget_new`], not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_budget_free(b: *mut Budget) {
+    // SAFETY: caller contract.
+    unsafe { free(b) }
 }
 
 // ---- the receiver -------------------------------------------------------

@@ -19,6 +19,7 @@
 use crate::bindings;
 use crate::cong::{Algorithm, Event, Ops, RateSample as TcpRateSample, Sock};
 use crate::flow::{FlowObj, FlowSlot, Mail, NoState};
+use crate::hpcc_core::budget::Admit;
 use crate::hpcc_core::control::{
     ctl_rec as cr, AckDecision, Conn, FlowCtl, GsoCap, Note, RateSample, Response, SfcState, SockCtl, TraceSample,
 };
@@ -130,6 +131,7 @@ const _: () = {
         (cr::PROBED as u32, b::HPCC_CTL_PROBED),
         (cr::TAKE_PAUSE as u32, b::HPCC_CTL_TAKE_PAUSE),
         (cr::HAS_SENT_DATA as u32, b::HPCC_CTL_HAS_SENT_DATA),
+        (cr::PROBE_HELD as u32, b::HPCC_CTL_PROBE_HELD),
     ];
     let mut i = 0;
     while i < same.len() {
@@ -168,17 +170,31 @@ fn cap_tso(tp: &mut TcpSock<'_>, gso: &mut GsoCap, segs: u16) {
     }
 }
 
-/// Sends a probe carrying `snd_nxt` and remembers its nonce; `false` if
-/// the socket has no IPv4/IPv6 4-tuple (then the controller's probe clock
-/// does not move).
-fn send_probe(tp: &TcpSock<'_>, flow: &FlowObj, ctl: &mut FlowCtl, now: u64) -> bool {
-    let Some((_, tuple)) = tp.tuple() else { return false };
+/// A due probe: if the netns's probe budget admits it
+/// (`FlowCtl::admit_probe`), sends it carrying `snd_nxt` and remembers its
+/// nonce. Returns the trace flag: `PROBED`, `PROBE_HELD` (counted), or 0
+/// if the socket has no IPv4/IPv6 4-tuple (then the controller's probe
+/// clock does not move).
+fn probe(tp: &TcpSock<'_>, flow: &FlowObj, ctl: &mut FlowCtl, k: &Knobs, c: &Conn) -> u16 {
+    let (Some((_, tuple)), Some(net)) = (tp.tuple(), tp.net()) else { return 0 };
+    let now = c.now_ns;
+    match ctl.admit_probe(k, &net.state().budget, c) {
+        Admit::Send => {}
+        Admit::Wait => {
+            inc(net, Counter::ProbesHeldShare);
+            return cr::PROBE_HELD;
+        }
+        Admit::OverBudget => {
+            inc(net, Counter::ProbesHeldBudget);
+            return cr::PROBE_HELD;
+        }
+    }
     let nonce = probe_tx::random_u32();
     let snd_nxt = tp.snd_nxt();
     let slot = ctl.probe_sent(now);
     flow.nonces.record(slot as usize, nonce, snd_nxt, now);
     probe_tx::send_probe(tp, &tuple, nonce, snd_nxt);
-    true
+    cr::PROBED
 }
 
 /// The `/proc/net/hpcc_stat` counter of each controller note.
@@ -342,8 +358,8 @@ impl Algorithm for Hpcc {
         let c = conn(tp, now_ns());
         let (flow, mut flags) = ensure_flow(tp, &mut st.ctl, &mut st.flow, &k, &c, SockCtl::wants_flow_on_tx_start);
         if let Some((flow, ctl)) = flow {
-            if ctl.probe_at_tx_start(&k, &c) && send_probe(tp, flow, ctl, c.now_ns) {
-                flags |= cr::PROBED;
+            if ctl.probe_at_tx_start(&k, &c) {
+                flags |= probe(tp, flow, ctl, &k, &c);
             }
         }
         if trace::ctl_enabled() {
@@ -377,8 +393,8 @@ impl Algorithm for Hpcc {
                     tp.trace_sample(&trace_rec(t));
                     flow.view.set_sample(t, mail.as_ref().map_or(c.now_ns, |m| m.rx_ns));
                 }
-                if d.probe && send_probe(tp, flow, ctl, c.now_ns) {
-                    flags |= cr::PROBED;
+                if d.probe {
+                    flags |= probe(tp, flow, ctl, &k, &c);
                 }
                 applied_to = Some(flow);
                 d

@@ -11,6 +11,7 @@
 //! sees its own counters and flows).
 
 use crate::bindings;
+use crate::hpcc_core::budget::Budget;
 use crate::hpcc_core::rcvcount::FlowCount;
 use crate::hpcc_core::sfc::{PauseTable, SourceBuckets};
 use crate::{diag, stats};
@@ -108,6 +109,9 @@ pub(crate) struct NetState {
     /// The hpcc flows whose probes this netns answered recently (the
     /// receiver's N in each response; atomics, all-zero is empty).
     pub(crate) rcv_flows: FlowCount,
+    /// The netns's probe and response budget (`probe_budget`; atomics,
+    /// all-zero is a new one).
+    pub(crate) budget: Budget,
 }
 
 impl NetState {

@@ -28,10 +28,13 @@ macro_rules! counters {
 
 counters! {
     ProbesSent => c"probes_sent",
+    ProbesHeldShare => c"probes_held_share",
+    ProbesHeldBudget => c"probes_held_budget",
     ProbeSendErrors => c"probe_send_errors",
     ProbesIpsec => c"probes_ipsec",
     ProbesReceived => c"probes_received",
     ProbesNoSocket => c"probes_no_socket",
+    ProbesOverResponseBudget => c"probes_over_response_budget",
     ResponsesSent => c"responses_sent",
     ResponseSendErrors => c"response_send_errors",
     ResponsesIpsec => c"responses_ipsec",

@@ -97,6 +97,10 @@ fn header_layout_is_the_librarys() {
         ("HPCC_FFI_CTL_PROBED", cr::PROBED as usize),
         ("HPCC_FFI_CTL_TAKE_PAUSE", cr::TAKE_PAUSE as usize),
         ("HPCC_FFI_CTL_HAS_SENT_DATA", cr::HAS_SENT_DATA as usize),
+        ("HPCC_FFI_CTL_PROBE_HELD", cr::PROBE_HELD as usize),
+        ("HPCC_FFI_ADMIT_SEND", hpcc_ffi::ADMIT_SEND as usize),
+        ("HPCC_FFI_ADMIT_WAIT", hpcc_ffi::ADMIT_WAIT as usize),
+        ("HPCC_FFI_ADMIT_OVER_BUDGET", hpcc_ffi::ADMIT_OVER_BUDGET as usize),
     ] {
         c.push_str(&format!("_Static_assert({name} == {v}, \"{name}\");\n"));
     }
@@ -223,6 +227,18 @@ fn expected() -> Vec<String> {
     m.put(1500, 60_000, 8, Some(9000));
     let st = m.state();
     out.push(format!("mail {} {} {} {} {} 0", st.gen, st.qlen, st.speed, st.gap_ns, m.take_pause()));
+    // The probe budget: 1,000 probes a second for one flow at a 20 us
+    // RTT, which wants 50,000: its first probe is admitted, its next waits
+    // for its 1 ms share.
+    k.set("probe_budget", 1000);
+    let b = hpcc_core::budget::Budget::new();
+    let mut f2 = FlowCtl::new(&k, &c).unwrap();
+    let at = |dt: u64| Conn { now_ns: c.now_ns + dt, ..c };
+    let a0 = f2.admit_probe(&k, &b, &at(0)) as u8;
+    f2.probe_sent(c.now_ns);
+    let a1 = f2.admit_probe(&k, &b, &at(1000)) as u8;
+    let a2 = f2.admit_probe(&k, &b, &at(1_000_000)) as u8;
+    out.push(format!("budget {a0} {a1} {a2} {} -22", u8::from(b.take_response(c.now_ns, k.response_budget))));
     out
 }
 

@@ -132,6 +132,24 @@ int main(void)
 	P("mail %u %u %u %llu %llu %llu\n", st.gen, st.qlen, st.speed, (unsigned long long)st.gap_ns,
 	  (unsigned long long)p1, (unsigned long long)p2);
 	hpcc_sfc_mail_free(mail);
+
+	/* The probe budget: 1,000 probes a second for one flow at a 20 us
+	 * RTT, which wants 50,000: its first probe is admitted, its next waits
+	 * for its 1 ms share. */
+	hpcc_knobs_set(k, "probe_budget", 1000);
+	struct hpcc_budget *b = hpcc_budget_new();
+	struct hpcc_flow *f2 = hpcc_flow_new(k, &c);
+	struct hpcc_conn c1 = c, c2 = c;
+	c1.now_ns += 1000;
+	c2.now_ns += 1000000;
+	int b0 = hpcc_flow_admit_probe(f2, k, b, &c);
+	hpcc_flow_probe_sent(f2, c.now_ns);
+	int b1 = hpcc_flow_admit_probe(f2, k, b, &c1);
+	int b2 = hpcc_flow_admit_probe(f2, k, b, &c2);
+	P("budget %d %d %d %d %d\n", b0, b1, b2, hpcc_budget_take_response(b, k, c.now_ns),
+	  hpcc_flow_admit_probe(f2, k, NULL, &c));
+	hpcc_flow_free(f2);
+	hpcc_budget_free(b);
 	hpcc_rcvcount_free(cnt);
 	hpcc_flow_free(f);
 	hpcc_knobs_free(k);

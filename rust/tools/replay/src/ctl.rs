@@ -44,6 +44,12 @@ impl Rec {
         self.flags & f != 0
     }
 
+    /// The glue asked for a probe: it was sent, or the namespace's probe
+    /// budget held it (exactly one of the two).
+    fn probe_asked(&self) -> bool {
+        self.has(flag::PROBED) != self.has(flag::PROBE_HELD)
+    }
+
     /// The line tracefs prints for this record after `hpcc_ctl: ` (the
     /// `TP_printk` of include/hpcc_trace.h), for tests.
     #[cfg(test)]
@@ -199,6 +205,7 @@ pub trait Controller {
     fn flow_new(&self, c: &Conn) -> Option<Self::Flow>;
     fn probe_at_tx_start(&self, f: &Self::Flow, c: &Conn) -> bool;
     fn probe_sent(&self, f: &mut Self::Flow, now_ns: u64);
+    fn probe_held(&self, f: &mut Self::Flow);
     fn on_ack(
         &self,
         s: &mut Self::Sock,
@@ -237,6 +244,9 @@ impl Controller for Core {
     }
     fn probe_sent(&self, f: &mut FlowCtl, now_ns: u64) {
         f.probe_sent(now_ns);
+    }
+    fn probe_held(&self, f: &mut FlowCtl) {
+        f.probe_held();
     }
     fn on_ack(
         &self,
@@ -331,6 +341,10 @@ impl Controller for Ffi {
         // SAFETY: see the impl.
         unsafe { ffi::hpcc_flow_probe_sent(f.0, now_ns) };
     }
+    fn probe_held(&self, f: &mut FfiFlow) {
+        // SAFETY: see the impl.
+        unsafe { ffi::hpcc_flow_probe_held(f.0) };
+    }
     fn on_ack(
         &self,
         s: &mut ffi::HpccSock,
@@ -369,6 +383,8 @@ pub struct Summary {
     pub telemetry_acks: u64,
     pub responses: u64,
     pub probes: u64,
+    /// Probes due that the namespace's probe budget held back.
+    pub probes_held: u64,
     pub flows_created: u64,
     pub ssthresh: u64,
     pub skipped: u64,
@@ -457,8 +473,12 @@ impl<C: Controller> Replay<C> {
                     self.ctl.probe_sent(f, r.conn.now_ns);
                     self.summary.probes += 1;
                 }
-                if due != r.has(flag::PROBED) {
-                    self.mismatch(r, format!("tx_start: probe due {due}, module probed {}", r.has(flag::PROBED)));
+                if let (true, Some(f)) = (r.has(flag::PROBE_HELD), s.flow.as_mut()) {
+                    self.ctl.probe_held(f);
+                    self.summary.probes_held += 1;
+                }
+                if due != r.probe_asked() {
+                    self.mismatch(r, format!("tx_start: probe due {due}, module probed or held {}", r.probe_asked()));
                 }
             }
             h if h == flag::HOOK_ACK => self.ack(r),
@@ -492,7 +512,13 @@ impl<C: Controller> Replay<C> {
             self.summary.telemetry_acks += 1;
         }
         let got = (d.cwnd, d.pacing_rate, d.pacing_shift, probe, d.take_pause != 0);
-        let want = (r.out_cwnd, r.out_pacing, r.out_pacing_shift, r.has(flag::PROBED), r.has(flag::TAKE_PAUSE));
+        if probe && r.has(flag::PROBE_HELD) {
+            if let Some(f) = s.flow.as_mut() {
+                self.ctl.probe_held(f);
+            }
+            self.summary.probes_held += 1;
+        }
+        let want = (r.out_cwnd, r.out_pacing, r.out_pacing_shift, r.probe_asked(), r.has(flag::TAKE_PAUSE));
         if got != want {
             self.mismatch(r, format!("ack (cwnd, pacing, shift, probe, pause): replay {got:?}, module {want:?}"));
         } else if r.out_tso_segs.is_some_and(|t| t != d.tso_segs) {
@@ -569,10 +595,19 @@ mod tests {
             let sfc = SfcState::default();
             let d = ctl.on_ack(&k, &c, Some(&rs), flow.as_mut().map(|f| (f, resp.as_ref(), &sfc)));
             if d.probe {
-                if let Some(f) = flow.as_mut() {
-                    f.probe_sent(c.now_ns);
+                // Now and then a due probe held by the namespace's budget:
+                // then it stays due.
+                if i % 40 == 0 {
+                    if let Some(f) = flow.as_mut() {
+                        f.probe_held();
+                    }
+                    flags |= flag::PROBE_HELD;
+                } else {
+                    if let Some(f) = flow.as_mut() {
+                        f.probe_sent(c.now_ns);
+                    }
+                    flags |= flag::PROBED;
                 }
-                flags |= flag::PROBED;
             }
             if c.cwnd_limited {
                 flags |= flag::CWND_LIMITED;
@@ -617,7 +652,15 @@ mod tests {
         let s = replay(&lines(&recs));
         assert_eq!(s.mismatches, 0, "{:?}", s.first);
         assert_eq!((s.records, s.connections, s.acks, s.skipped), (201, 1, 200, 0));
-        assert!(s.responses >= 90 && s.probes > 0 && s.telemetry_acks > 100, "{s:?}");
+        assert!(s.responses >= 90 && s.probes > 0 && s.probes_held > 0 && s.telemetry_acks > 100, "{s:?}");
+    }
+
+    #[test]
+    fn a_probe_both_sent_and_held_is_a_mismatch() {
+        let mut recs = script();
+        let i = (10..).find(|&i| recs[i].has(flag::PROBED)).expect("a probe");
+        recs[i].flags |= flag::PROBE_HELD;
+        assert_eq!(replay(&lines(&recs)).mismatches, 1);
     }
 
     #[test]

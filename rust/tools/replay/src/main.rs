@@ -358,8 +358,8 @@ fn main() -> ExitCode {
                     eprintln!("hpcc-replay: mismatch: {m}");
                 }
                 println!(
-                    "{{\"records\":{},\"connections\":{},\"acks\":{},\"telemetry_acks\":{},\"responses\":{},\"probes\":{},\"flows_created\":{},\"ssthresh\":{},\"skipped\":{},\"mismatches\":{}}}",
-                    s.records, s.connections, s.acks, s.telemetry_acks, s.responses, s.probes, s.flows_created,
+                    "{{\"records\":{},\"connections\":{},\"acks\":{},\"telemetry_acks\":{},\"responses\":{},\"probes\":{},\"probes_held\":{},\"flows_created\":{},\"ssthresh\":{},\"skipped\":{},\"mismatches\":{}}}",
+                    s.records, s.connections, s.acks, s.telemetry_acks, s.responses, s.probes, s.probes_held, s.flows_created,
                     s.ssthresh, s.skipped, s.mismatches
                 );
                 if s.mismatches > 0 || s.acks == 0 {
