@@ -17,7 +17,9 @@
 //! `demand / budget` intervals, an application that writes now and then
 //! a probe every `demand / budget` writes. A token bucket (GCRA, [`Gcra`])
 //! caps the total over any interval at the budget plus a burst of
-//! [`BURST`], whatever the estimate says.
+//! [`BURST`], whatever the estimate says; a probe it turned away for
+//! [`OWED_INTERVALS`] probe intervals comes before the others (it may use
+//! three quarters of the burst, they half).
 //!
 //! **Pairs.** Telemetry needs two samples less than [`wire::MAX_GAP_NS`]
 //! apart to measure a rate. A probe sent more than
@@ -54,6 +56,10 @@ pub const UNIT: i64 = 1_000_000;
 /// starts with it, so its first telemetry is not delayed), and the most it
 /// may owe: one (a pair's partner).
 const MAX_CREDIT: i64 = UNIT;
+
+/// Probe intervals after which a probe the token bucket turned away comes
+/// first ([`FlowState::admit`]).
+pub const OWED_INTERVALS: u64 = 8;
 
 /// Compare-and-swap attempts before an admission gives up (counted as a
 /// refusal): no CPU spins on another.
@@ -215,6 +221,9 @@ pub struct FlowState {
     credit: i64,
     /// The last probe opened a pair ([`opens_pair`]).
     pair_open: bool,
+    /// Since when the flow has earned a probe it could not send, ns (0:
+    /// none).
+    owed_since_ns: u64,
 }
 
 impl FlowState {
@@ -250,11 +259,24 @@ impl FlowState {
         if earn < UNIT && !partner && self.credit < UNIT {
             return Admit::Wait;
         }
-        // A partner may use the whole burst, any other probe half of it:
-        // a pair is not split by the others' probes.
-        if !b.probes.take(now_ns, per_s, if partner { BURST } else { BURST / 2 }) {
+        if self.owed_since_ns == 0 {
+            self.owed_since_ns = now_ns;
+        }
+        // Three levels of the bucket: a partner may use the whole burst, a
+        // probe owed for [`OWED_INTERVALS`] probe intervals three quarters
+        // of it, any other half: a pair is not split by the others'
+        // probes, and a flow the bucket turned away comes before those
+        // that just earned a probe.
+        let owed = now_ns.saturating_sub(self.owed_since_ns) >= interval_ns.saturating_mul(OWED_INTERVALS);
+        let tolerance = match (partner, owed) {
+            (true, _) => BURST,
+            (false, true) => BURST * 3 / 4,
+            (false, false) => BURST / 2,
+        };
+        if !b.probes.take(now_ns, per_s, tolerance) {
             return Admit::OverBudget;
         }
+        self.owed_since_ns = 0;
         if earn < UNIT {
             self.credit = self.credit.saturating_sub(UNIT).max(-MAX_CREDIT);
         }
