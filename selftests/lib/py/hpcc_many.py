@@ -15,6 +15,17 @@ stress tests of tcp_hpcc (one event loop, epoll via selectors).
         connect() pick them (its search prefers ports of one parity and
         scans all of them once those are taken: quadratic in N beyond
         about 30,000 connections to one peer and port)
+  hpcc_many.py pulse DST PORT N [--bytes B] [--cc ALGO] [--groups G]
+                [--every MS] [--slot S] [--slots K] [--ports LO] [--flows FILE]
+        open N connections, then K slots of S seconds, each activating one
+        group of N/G of them in turn (connection i is in group i % G), each
+        writing B bytes every MS ms (staggered) and reading the echo; at the
+        end of each slot, read FILE (/proc/net/hpcc_flows of this netns) and
+        report, for the connections that wrote in it, how many applied
+        telemetry since their first write of the slot (a sample younger
+        than that write) and the ages of their last samples in probe
+        intervals (age / T); prints {"connected", "failed", "writes",
+        "slots": [...], "secs"}
   hpcc_many.py churn DST PORT N [--bytes B] [--cc ALGO] [--parallel P]
         N short connections, P at a time: connect, write B bytes, read the
         echo, close; prints {"done", "failed", "secs"}
@@ -113,9 +124,8 @@ def bind_next(s, a):
     return False
 
 
-def many(a):
-    t0 = time.monotonic()
-    sel = selectors.DefaultSelector()
+def open_many(a, sel):
+    """Opens a.n connections, a.batch handshakes at a time: (up, failed)."""
     pending, up, failed = 0, [], 0
     todo = a.n
     while todo or pending:
@@ -143,6 +153,13 @@ def many(a):
             else:
                 failed += 1
                 s.close()
+    return up, failed
+
+
+def many(a):
+    t0 = time.monotonic()
+    sel = selectors.DefaultSelector()
+    up, failed = open_many(a, sel)
     msg = b"x" * a.bytes
     ok = {s.fileno(): True for s in up}
     for _ in range(a.rounds):
@@ -180,6 +197,75 @@ def many(a):
         s.close()
     print(json.dumps({"connected": len(up), "failed": failed,
                       "echoed": sum(ok.values()), "secs": round(time.monotonic() - t0, 1)}))
+
+
+def flow_ages(path):
+    """/proc/net/hpcc_flows: {local port: (age_us or None, t_us)}."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) < 10 or not p[5].isdigit():
+                    continue  # the header
+                age = int(p[9]) if p[9].isdigit() else None  # "-": no sample yet
+                out[int(p[0].rsplit(":", 1)[1])] = (age, max(int(p[5]), 1))
+    except OSError:
+        pass
+    return out
+
+
+def pulse(a):
+    t0 = time.monotonic()
+    sel = selectors.DefaultSelector()
+    up, failed = open_many(a, sel)
+    for s in up:
+        sel.register(s, selectors.EVENT_READ)
+    msg = b"x" * a.bytes
+    writes, slots = 0, []
+    for k in range(a.slots):
+        group = [s for i, s in enumerate(up) if i % a.groups == k % a.groups]
+        first = {}
+        start = time.monotonic()
+        end = start + a.slot
+        # Each connection writes every a.every ms, staggered over the period.
+        step = a.every / 1000 / max(len(group), 1)
+        nxt, i = start, 0
+        while True:
+            now = time.monotonic()
+            if now >= end:
+                break
+            while now >= nxt and group:
+                s = group[i % len(group)]
+                try:
+                    s.send(msg)
+                    writes += 1
+                    first.setdefault(s.getsockname()[1], now)
+                except OSError:
+                    pass
+                i += 1
+                nxt += step
+            for key, _ in sel.select(timeout=max(0.0, min(nxt, end) - time.monotonic())):
+                recv(key.fileobj)
+        read_at = time.monotonic()
+        ages = flow_ages(a.flows)
+        # The kernel computes each age as it prints the line, and printing
+        # 10,000 lines takes the slow guest a while: measure from the end.
+        read_end = time.monotonic()
+        seen = {p: ages.get(p) for p in first}
+        # Applied telemetry since its first write of the slot: a sample
+        # younger than that write.
+        fresh = [p for p, x in seen.items() if x and x[0] is not None and x[0] <= (read_end - first[p]) * 1e6]
+        rel = sorted(x[0] / x[1] for x in seen.values() if x and x[0] is not None)
+        q = lambda f: round(rel[min(len(rel) - 1, int(f * len(rel)))], 1) if rel else None
+        slots.append({"slot": k, "wrote": len(first), "listed": sum(1 for x in seen.values() if x),
+                      "fresh": len(fresh), "age_t_p50": q(0.5), "age_t_p99": q(0.99), "age_t_max": q(1.0),
+                      "secs": round(read_at - start, 2), "read_secs": round(read_end - read_at, 2)})
+        print(json.dumps(slots[-1]), file=sys.stderr, flush=True)
+    for s in up:
+        s.close()
+    print(json.dumps({"connected": len(up), "failed": failed, "writes": writes, "slots": slots,
+                      "secs": round(time.monotonic() - t0, 1)}))
 
 
 def churn(a):
@@ -316,7 +402,7 @@ def main():
     e = sub.add_parser("echo")
     e.add_argument("port", type=int)
     e.add_argument("--bind", default="0.0.0.0")
-    for name in ("many", "churn"):
+    for name in ("many", "churn", "pulse"):
         m = sub.add_parser(name)
         m.add_argument("dst")
         m.add_argument("port", type=int)
@@ -328,6 +414,10 @@ def main():
     sub.choices["many"].add_argument("--hold", type=float, default=0)
     sub.choices["many"].add_argument("--ports", type=int, default=0)
     sub.choices["churn"].add_argument("--parallel", type=int, default=32)
+    for o, d, t in (("--groups", 10, int), ("--every", 50.0, float), ("--slot", 1.0, float), ("--slots", 10, int),
+                    ("--ports", 0, int),
+                    ("--batch", 512, int), ("--flows", "/proc/net/hpcc_flows", str)):
+        sub.choices["pulse"].add_argument(o, type=t, default=d)
     t = sub.add_parser("toggle")
     t.add_argument("dst")
     t.add_argument("port", type=int)
@@ -335,7 +425,7 @@ def main():
     t.add_argument("secs", type=float)
     t.add_argument("--stop")
     a = p.parse_args()
-    {"echo": echo, "many": many, "churn": churn, "toggle": toggle}[a.cmd](a)
+    {"echo": echo, "many": many, "churn": churn, "pulse": pulse, "toggle": toggle}[a.cmd](a)
 
 
 if __name__ == "__main__":
