@@ -40,11 +40,7 @@ cleanup() {
 	intsw_cleanup
 }
 trap cleanup EXIT
-ktap_need emulator_builds intsw_build
-ktap_need module_loads load_module
-ulimit -n 1048576
-
-intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
+intsw_many_setup
 echo "$BUDGET" >"$P/probe_budget" && echo "$BUDGET" >"$P/response_budget" ||
 	{ ktap_test_fail "budget_set"; ktap_finished; }
 

@@ -37,11 +37,7 @@ cleanup() {
 	intsw_cleanup
 }
 trap cleanup EXIT
-ktap_need emulator_builds intsw_build
-ktap_need module_loads load_module
-ulimit -n 1048576
-
-intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
+intsw_many_setup
 
 start_echo() { # start_echo PORT: an echo server in ${HPCC_NS}-rcv
 	ip netns exec ${HPCC_NS}-rcv python3 "$MANY" echo "$1" >"$OUT/echo.$1.log" 2>&1 &

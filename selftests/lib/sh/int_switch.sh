@@ -471,6 +471,15 @@ intsw_topo_many() {
 		net.ipv4.tcp_max_syn_backlog=65535 net.ipv4.tcp_syncookies=0
 }
 
+# The start of a test of many connections: the emulator and the module (or
+# skip), file descriptors for them, and intsw_topo_many (or fail).
+intsw_many_setup() {
+	ktap_need emulator_builds intsw_build
+	ktap_need module_loads load_module
+	ulimit -n 1048576
+	intsw_topo_many || { ktap_test_fail "topology"; ktap_finished; }
+}
+
 intsw_topo_twohop() { # (c) N senders, two switches, bottleneck at hop 2
 	local n=$1 rate rtt bdp buffer ecn_k tso rate1 split
 	shift
