@@ -109,7 +109,7 @@ pub(crate) struct NetState {
     /// The hpcc flows whose probes this netns answered recently (the
     /// receiver's N in each response; atomics, all-zero is empty).
     pub(crate) rcv_flows: FlowCount,
-    /// The netns's probe and response budget (`probe_budget`; atomics,
+    /// The netns's probe and response budgets (`probe_budget`, `response_budget`; atomics,
     /// all-zero is a new one).
     pub(crate) budget: Budget,
 }
