@@ -56,12 +56,13 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
                            update of Wc (default sender)
   -h, --help               this text
 
-usage: hpcc-replay --ctl [--ffi] [--profile module|drafts] [--set KNOB=VALUE]... < trace
+usage: hpcc-replay --ctl [--ffi] [--profile module|datacenter|drafts] [--set KNOB=VALUE]... < trace
 
   Replays the tcp_hpcc:hpcc_ctl records of a VM run (tracefs text) through
   the controller and checks that it decides, hook for hook, what the module
   decided (cwnd, ssthresh, pacing rate, probes, SFC pauses, flow state).
-  Knobs: the profile's, then the capture's \"# knob NAME=VALUE\" lines, then
+  Knobs: the profile's (--profile, else a dc-sim trace's \"# dc-sim profile\"
+  line, else module), then the capture's \"# knob NAME=VALUE\" lines, then
   --set. Prints a JSON summary; exits 1 on any mismatch or if no ACK was
   replayed. --ffi: through the core's C ABI (include/hpcc_ffi.h, what a
   simulator calls) instead of the core itself.
@@ -280,6 +281,7 @@ fn run(cfg: HpccConfig) -> Result<(), String> {
 /// `--ctl`: the controller replay of a tracefs capture on stdin.
 fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     let mut knobs = Knobs::DEFAULT;
+    let mut profile_flag = false;
     let mut ffi = false;
     let mut sets = Vec::new();
     let mut i = 0;
@@ -302,7 +304,8 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
             "--ffi" => ffi = true,
             "--profile" => {
                 let p = value()?;
-                knobs = Knobs::profile(&p).ok_or_else(|| format!("--profile {p:?}: expected module or drafts"))?;
+                knobs = Knobs::profile(&p).ok_or_else(|| format!("--profile {p:?}: expected module, datacenter or drafts"))?;
+                profile_flag = true;
             }
             "--set" => {
                 let kv = value()?;
@@ -322,6 +325,17 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     let mut recs = Vec::new();
     for (n, line) in io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| format!("line {}: read error: {e}", n + 1))?;
+        // dc-sim's header names its profile; its knob lines are the
+        // overrides on top of it.
+        if let Some(p) = line.strip_prefix("# dc-sim profile ").and_then(|r| r.split_whitespace().next()) {
+            if !recs.is_empty() {
+                return Err(format!("line {}: a profile line after the first record", n + 1));
+            }
+            if !profile_flag {
+                knobs = Knobs::profile(p).ok_or_else(|| format!("line {}: unknown profile {p:?}", n + 1))?;
+            }
+            continue;
+        }
         if let Some(kv) = ctl::parse_knob(&line) {
             if !recs.is_empty() {
                 return Err(format!("line {}: a knob line after the first record", n + 1));

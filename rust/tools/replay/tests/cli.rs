@@ -304,3 +304,27 @@ fn vm_trace_replays_exactly_through_the_c_abi() {
     assert_eq!(s["mismatches"], 0, "{s}");
     assert_eq!(ffi.stdout, core.stdout);
 }
+
+/// A dc-sim trace names its profile in its header ("# dc-sim profile
+/// datacenter knobs ..."), and its knob lines are only the overrides: the
+/// replay starts from that profile, unless --profile says otherwise. The
+/// VM trace ran the module's defaults, so under a datacenter header every
+/// connection's first window differs, and --profile module restores it.
+#[test]
+fn a_dc_sim_header_names_the_profile_the_replay_starts_from() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
+    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
+    let trace = String::from_utf8(xz.stdout).unwrap();
+    // The VM capture lists every knob; dc-sim lists only its overrides.
+    let records: String = trace.lines().filter(|l| !l.starts_with("# knob ")).map(|l| format!("{l}\n")).collect();
+    let dc = format!("# dc-sim profile datacenter knobs \n{records}");
+    let o = replay(&["--ctl"], &dc);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
+    assert!(s["mismatches"].as_u64().unwrap() > 0, "{s}");
+    let o = replay(&["--ctl", "--profile", "module"], &dc);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = replay(&["--ctl"], "# dc-sim profile nosuch knobs \n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown profile"));
+}
