@@ -174,6 +174,12 @@ pub fn parse(line: &str) -> Option<Result<Rec, String>> {
 /// skipped whatever their values.
 pub const TEXT_KNOBS: [&str; 2] = [ACL_KNOB.name, IFACES_KNOB.name];
 
+/// dc-sim's `# dc-sim profile NAME knobs ...` header: the profile its
+/// knob lines override (`ns3/dc-sim.cc` writes it).
+pub fn parse_profile(line: &str) -> Option<&str> {
+    line.strip_prefix("# dc-sim profile ")?.split_whitespace().next()
+}
+
 /// A `# knob NAME=VALUE` line: the knob and its value (`Ok(None)` for a
 /// text knob).
 pub fn parse_knob(line: &str) -> Option<Result<Option<(String, u32)>, String>> {

@@ -325,21 +325,20 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     let mut recs = Vec::new();
     for (n, line) in io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| format!("line {}: read error: {e}", n + 1))?;
+        let profile = ctl::parse_profile(&line);
+        let knob = ctl::parse_knob(&line);
+        if (profile.is_some() || knob.is_some()) && !recs.is_empty() {
+            return Err(format!("line {}: a knob or profile line after the first record", n + 1));
+        }
         // dc-sim's header names its profile; its knob lines are the
         // overrides on top of it.
-        if let Some(p) = line.strip_prefix("# dc-sim profile ").and_then(|r| r.split_whitespace().next()) {
-            if !recs.is_empty() {
-                return Err(format!("line {}: a profile line after the first record", n + 1));
-            }
+        if let Some(p) = profile {
             if !profile_flag {
                 knobs = Knobs::profile(p).ok_or_else(|| format!("line {}: unknown profile {p:?}", n + 1))?;
             }
             continue;
         }
-        if let Some(kv) = ctl::parse_knob(&line) {
-            if !recs.is_empty() {
-                return Err(format!("line {}: a knob line after the first record", n + 1));
-            }
+        if let Some(kv) = knob {
             if let Some(kv) = kv.map_err(|e| format!("line {}: {e}", n + 1))? {
                 set(&mut knobs, &kv).map_err(|e| format!("line {}: {e}", n + 1))?;
             }

@@ -269,6 +269,14 @@ fn ctl_capture_with_the_modules_parameters_replays() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 1"));
 }
 
+/// The VM trace below, decompressed.
+fn vm_trace() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
+    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
+    assert!(xz.status.success(), "xz -dc {path}");
+    String::from_utf8(xz.stdout).unwrap()
+}
+
 /// A controller trace captured in the VM (`hpcc_ctl_trace.sh`, default
 /// knobs, three connections) before the kernel glue's hooks became `impl
 /// Algorithm for Hpcc`: the controller must still decide every hook of it
@@ -276,10 +284,7 @@ fn ctl_capture_with_the_modules_parameters_replays() {
 /// only check the new code against itself.
 #[test]
 fn vm_trace_captured_before_the_cong_abstraction_replays_exactly() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
-    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
-    assert!(xz.status.success(), "xz -dc {path}");
-    let trace = String::from_utf8(xz.stdout).unwrap();
+    let trace = vm_trace();
     let o = replay(&["--ctl"], &trace);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
@@ -294,9 +299,7 @@ fn vm_trace_captured_before_the_cong_abstraction_replays_exactly() {
 /// as through the core itself.
 #[test]
 fn vm_trace_replays_exactly_through_the_c_abi() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
-    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
-    let trace = String::from_utf8(xz.stdout).unwrap();
+    let trace = vm_trace();
     let core = replay(&["--ctl"], &trace);
     let ffi = replay(&["--ctl", "--ffi"], &trace);
     assert!(ffi.status.success(), "{}", String::from_utf8_lossy(&ffi.stderr));
@@ -312,9 +315,7 @@ fn vm_trace_replays_exactly_through_the_c_abi() {
 /// connection's first window differs, and --profile module restores it.
 #[test]
 fn a_dc_sim_header_names_the_profile_the_replay_starts_from() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/ctl-before-cong-abstraction.trace.xz");
-    let xz = Command::new("xz").args(["-dc", path]).output().expect("xz (xz-utils) decompresses the trace");
-    let trace = String::from_utf8(xz.stdout).unwrap();
+    let trace = vm_trace();
     // The VM capture lists every knob; dc-sim lists only its overrides.
     let records: String = trace.lines().filter(|l| !l.starts_with("# knob ")).map(|l| format!("{l}\n")).collect();
     let dc = format!("# dc-sim profile datacenter knobs \n{records}");
