@@ -52,7 +52,7 @@ PORT=9000
 
 ktap_begin 15 ip tc bpftool python3 modprobe
 cleanup() {
-	knobs_reset sfc_enable sfc_scope sfc_window_cut sfc_acl sfc_ifaces
+	knobs_reset sfc_enable sfc_scope sfc_window_cut sfc_acl sfc_ifaces sfc_rate
 	intsw_cleanup
 }
 trap cleanup EXIT
@@ -398,9 +398,15 @@ ktap_perf_check "no_collateral_on_an_uncongested_path" t_collateral_rate
 # The per-netns bucket (sfc_rate per second, sfc_burst) admits at most
 # rate x duration + burst of them; fq drops nothing beyond its horizon;
 # and (timing, throughput-gated) 100 ms after the storm the flow leaves
-# the bottleneck at the rate it had before it.
+# the bottleneck at the rate it had before it. Under plain TCG a loaded
+# host's VM sends fewer (6,671/s in one CI run, below the default
+# sfc_rate, so nothing was over the bucket to refuse): there the bucket
+# is set to 1,000/s for the storm. Virtual time keeps the default.
+STORM_SFC_RATE=$(knob_default sfc_rate)
+[ "${HPCC_VM_ICOUNT:-0}" = 1 ] || STORM_SFC_RATE=1000
 t_storm() {
 	echo 10.255.0.0/24 >"$P/sfc_acl" && echo eth0 >"$P/sfc_ifaces" && echo 1 >"$P/sfc_enable" || return 1
+	echo "$STORM_SFC_RATE" >"$P/sfc_rate" || return 1
 	intsw_sfc ${HPCC_NS}-sw1 rcv trigger=0 >/dev/null || return 1
 	tc -n ${HPCC_NS}-s1 qdisc replace dev eth0 root fq || return 1
 	intsw_reset ${HPCC_NS}-sw1 rcv
@@ -467,6 +473,7 @@ t_storm() {
 	EOF
 }
 ktap_check_v "storm_is_rate_limited" t_storm
+knobs_reset sfc_rate
 storm_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$OUT/storm.txt" "$1" 2>/dev/null; }
 # The sender's rate: in virtual time one Python process sends 100,000 per
 # second, to within 1% (it keeps pace in batches of 64 between writes;
