@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Convergence of a late joiner in the fluid model, as a PNG.
 
-  convergence_plot.py OUT.png LABEL=RUN.csv [LABEL=RUN.csv ...]
+  convergence_plot.py [--after=N] [--smooth=K] OUT.png LABEL=RUN.csv [LABEL=RUN.csv ...]
 
 Each RUN.csv is `hpcc-scenario --csv` output (rtt, util, queue_bdp and one
 rate column per flow). One panel per run: each flow's rate (Mbit/s) per
 base RTT around the join, with Jain's index over the active flows on a
-second axis and the queue below.
+second axis and the queue below; N base RTTs after the join (150), rates
+averaged over K RTTs (1).
 """
 import csv
 import sys
@@ -31,7 +32,7 @@ def jain(rates):
     return s * s / (len(active) * sum(r * r for r in active)) if active else 0.0
 
 
-def main(out, runs):
+def main(out, runs, after=150, smooth=1):
     fig, axes = plt.subplots(2, len(runs), figsize=(5.5 * len(runs), 5.5), sharex=True,
                              gridspec_kw={"height_ratios": [3, 1]}, squeeze=False)
     for col, (label, path) in enumerate(runs):
@@ -39,10 +40,12 @@ def main(out, runs):
         rtt = [int(r["rtt"]) for r in rows]
         # The join: the first RTT the last flow sends.
         join = next(i for i, r in enumerate(rows) if float(r[flows[-1]]) > 0)
-        lo, hi = max(0, join - 20), min(len(rows), join + 150)
+        lo, hi = max(0, join - 20), min(len(rows), join + after)
         ax = axes[0][col]
         for f in flows:
-            ax.plot(rtt[lo:hi], [float(r[f]) for r in rows[lo:hi]], lw=1.2, label=f.replace("_mbps", ""))
+            v = [float(r[f]) for r in rows]
+            v = [sum(v[max(0, i - smooth + 1):i + 1]) / len(v[max(0, i - smooth + 1):i + 1]) for i in range(len(v))]
+            ax.plot(rtt[lo:hi], v[lo:hi], lw=1.2, label=f.replace("_mbps", ""))
         ax.set_title(label, fontsize=10)
         ax.set_ylabel("Mbit/s")
         j = ax.twinx()
@@ -66,6 +69,8 @@ def main(out, runs):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    opts = {a.split("=", 1)[0]: int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--")}
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]])
+    main(args[0], [a.split("=", 1) for a in args[1:]], opts.get("--after", 150), opts.get("--smooth", 1))

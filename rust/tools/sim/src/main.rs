@@ -1,10 +1,12 @@
 //! `hpcc-scenario`: the fluid model's figures (`-v`: per-RTT tables).
 //!
 //! * default, or `--profile module|drafts [--set KNOB=VALUE ...]
-//!   [--incumbents N] [--csv FILE]`: every sender runs the module's
-//!   controller with that profile's knobs, on the VM bench's path (one
-//!   flow; N flows, 3 by default, and one more joining, whose per-RTT
-//!   rates `--csv` writes);
+//!   [--incumbents N] [--probe-backlog BYTES] [--csv FILE]`: every sender
+//!   runs the module's controller with that profile's knobs, on the VM
+//!   bench's path (one flow; N flows, 3 by default, and one more joining,
+//!   whose per-RTT rates `--csv` writes), each probe meeting BYTES of
+//!   backlog on average on top of the fluid queue (0 by default;
+//!   `ModuleScenario::probe_backlog_bytes`);
 //! * `--law`: the drafts' law alone on the standard 100 Gb/s scenarios
 //!   (per-ACK samples, no probes);
 //! * `--trace`: prints, as replay JSONL, the samples flow 0 receives in a
@@ -99,9 +101,9 @@ fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
 /// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms):
 /// one flow, then `inc` flows (3 by default) with one more joining; `csv`:
 /// a file for the join run's per-RTT rates (`rtt,util,queue_bdp,mbps...`).
-fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, csv: Option<&str>) {
+fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, backlog: u32, csv: Option<&str>) {
     let t = 2_000_000u64;
-    let one = ModuleScenario::vm_bench(vec![0], 400 * t, k);
+    let one = ModuleScenario { probe_backlog_bytes: backlog, ..ModuleScenario::vm_bench(vec![0], 400 * t, k) };
     let bdp = one.bdp();
     let r = module::run(&one);
     println!("== profile {name}: 1 flow, 100 Mbit/s, T = 2 ms, BDP {bdp:.0} B");
@@ -118,7 +120,7 @@ fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, csv: Option<&s
     let rtts = 800usize;
     let mut starts = vec![0; inc];
     starts.push(join as u64 * t);
-    let sc = ModuleScenario::vm_bench(starts, rtts as u64 * t, k);
+    let sc = ModuleScenario { probe_backlog_bytes: backlog, ..ModuleScenario::vm_bench(starts, rtts as u64 * t, k) };
     let r = module::run(&sc);
     println!("== profile {name}: {inc} flows, one more joins at RTT {join}");
     if let Some(path) = csv {
@@ -207,7 +209,15 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        module_report(name, k, args.iter().any(|a| a == "-v"), inc, after("--csv").map(String::as_str));
+        let backlog = match after("--probe-backlog").map(|v| v.parse::<u32>()) {
+            None => 0,
+            Some(Ok(b)) => b,
+            Some(Err(_)) => {
+                eprintln!("--probe-backlog: expected bytes");
+                std::process::exit(2);
+            }
+        };
+        module_report(name, k, args.iter().any(|a| a == "-v"), inc, backlog, after("--csv").map(String::as_str));
         return;
     }
     if args.iter().any(|a| a == "--trace") {
