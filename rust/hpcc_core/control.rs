@@ -495,7 +495,11 @@ pub fn default_pacing(cwnd: u32, ssthresh: u32, packets_out: u32, mss: u32, srtt
 /// `expected_flows`, halved: N flows then add (1−η)/2 of a BDP per update
 /// together, so U settles at η + (1−η)/2 rather than at 1. `None` while
 /// the path is unknown (`path_rate` 0) or the knobs fix W_ai.
-pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, rcv_flows: u16) -> Option<u32> {
+///
+/// With `wai_fair` 1 each flow's share of that increase is scaled by its
+/// fair share of the path's BDP, B·T/N, over its reference window `wc_bytes`
+/// ([`fair_wai_bytes`]).
+pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, rcv_flows: u16, wc_bytes: u32) -> Option<u32> {
     if k.wai_path != 1 || k.wai_bytes != 0 || path_rate == 0 {
         return None;
     }
@@ -507,7 +511,39 @@ pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, rcv_flows: u1
     let bdp = path_rate.saturating_mul(base_rtt_ns / 1000) / 1_000_000;
     let spare = u64::from(1_000_000u32.saturating_sub(k.eta_ppm));
     let w = (bdp.saturating_mul(spare) / 1_000_000).checked_div(n.saturating_mul(2)).unwrap_or(0);
-    Some(u32::try_from(w).unwrap_or(u32::MAX).max(1))
+    let w = u32::try_from(w).unwrap_or(u32::MAX).max(1);
+    Some(match k.wai_fair {
+        1 => fair_wai_bytes(w, bdp.checked_div(n).unwrap_or(0), wc_bytes),
+        _ => w,
+    })
+}
+
+/// W_ai scaled by a flow's fair share over its reference window:
+/// `wai·fair/wc`, within `wai/2` and `2·wai` (`wai` itself while `wc` or
+/// `fair` is 0).
+///
+/// Why: the law's multiplicative step scales every window by the same
+/// eta/U and keeps their ratios; only the additive step, the same bytes
+/// for every flow, pulls them together, by (U − eta)/U of the difference
+/// per multiplicative step (1.5–2.5% where U settles). Each flow reads U
+/// from its own probe, one snapshot of a bursty queue per RTT, so every
+/// flow's U carries its own noise, and that weak pull left windows 1.2–1.4
+/// times apart for seconds (the fluid model with the probes' backlog the
+/// VM measured, `hpcc_sim::module`, and the VM's late joiner). Scaled by
+/// fair/wc, the additive step pulls twice as hard near the fair share
+/// (d(W_ai/W)/d ln W doubles), and the flows together still add about
+/// the same bytes, so U settles where it did. N is the receiver's count:
+/// if it is wrong, the bounds keep each flow's W_ai within a factor of two
+/// of the unscaled one.
+pub fn fair_wai_bytes(wai: u32, fair: u64, wc: u32) -> u32 {
+    if wc == 0 || fair == 0 {
+        return wai;
+    }
+    // An exact wide product, divided without u128 division (the kernel
+    // has none); a quotient of 2^64 or more is above the bound anyway.
+    let scaled = super::fixed::div_wide(super::fixed::mul_wide(u64::from(wai), fair), u64::from(wc)).unwrap_or(u64::MAX);
+    let hi = u64::from(wai).saturating_mul(2);
+    u32::try_from(scaled.clamp(u64::from(wai / 2).max(1), hi)).unwrap_or(u32::MAX)
 }
 
 /// A Q23.40 fraction in parts per million, saturating.
@@ -688,7 +724,8 @@ impl FlowCtl {
 
     /// W_ai from the path, if the knobs ask for it ([`path_wai_bytes`]).
     fn follow_path(&mut self, k: &Knobs) {
-        if let Some(w) = path_wai_bytes(k, self.path_rate, self.base_rtt_ns, self.rcv_flows) {
+        let wc = u32::try_from(self.law.wc_q16() >> super::fixed::WIN_SHIFT).unwrap_or(u32::MAX);
+        if let Some(w) = path_wai_bytes(k, self.path_rate, self.base_rtt_ns, self.rcv_flows, wc) {
             self.params = self.params.with_wai_bytes(w);
         }
     }

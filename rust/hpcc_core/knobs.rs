@@ -243,6 +243,8 @@ macro_rules! knob_table {
                 "HPCC++ N of the W_ai rule of thumb";
             wai_path: 1, Range::FLAG,
                 "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
+            wai_fair: 1, Range::FLAG,
+                "with wai_path 1, 1: a flow's W_ai is scaled by its fair share of the path's BDP, min(B_j)*T/N, over its Wc, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
             rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
             base_rtt_us: 0, Range::span(0, MAX_US),
@@ -471,6 +473,7 @@ impl Knobs {
         window_validation: 0,
         pace_at_link_rate: 0,
         pace_srtt_cap_pct: 0,
+        wai_fair: 0,
         ..Self::DEFAULT
     };
 
@@ -486,12 +489,19 @@ impl Knobs {
     ///   instead of by 10% per two. The module's 1 and 110 guard against
     ///   flows that read the same low U after a host stall, measured on the
     ///   VM's 100 Mbit/s path; in the 100 Gbit/s fabric they cost flows over
-    ///   1 MB a sixth of their rate (docs/results.md).
+    ///   1 MB a sixth of their rate (docs/results.md);
+    /// - every flow adds the same W_ai (`wai_fair` 0), the authors' AI:
+    ///   the fair-share scaling is measured on the VM's path only.
     ///
     /// The kernel loads it as `init_window_bytes=125000 max_stage=0
-    /// max_increase_pct=0`.
-    pub const DATACENTER: Self =
-        Self { init_window_bytes: INIT_BYTES_DATACENTER, max_stage: 0, max_increase_pct: 0, ..Self::DEFAULT };
+    /// wai_fair=0 max_increase_pct=0`.
+    pub const DATACENTER: Self = Self {
+        init_window_bytes: INIT_BYTES_DATACENTER,
+        max_stage: 0,
+        max_increase_pct: 0,
+        wai_fair: 0,
+        ..Self::DEFAULT
+    };
 
     /// A named profile: `module` ([`Knobs::DEFAULT`], what the module
     /// ships), `datacenter` ([`Knobs::DATACENTER`]) or `drafts`
@@ -621,7 +631,7 @@ mod tests {
             .filter(|(a, b)| a != b)
             .map(|(a, _)| a)
             .collect();
-        assert_eq!(diff, [("init_window_bytes", 125_000), ("max_stage", 0), ("max_increase_pct", 0)]);
+        assert_eq!(diff, [("init_window_bytes", 125_000), ("max_stage", 0), ("wai_fair", 0), ("max_increase_pct", 0)]);
         assert_eq!(u64::from(INIT_BYTES_DATACENTER), 100_000_000_000u64 / 8 * 10 / 1_000_000);
         let args: std::vec::Vec<_> = diff.iter().map(|(k, v)| std::format!("{k}={v}")).collect();
         let line = std::format!("modprobe tcp_hpcc {}", args.join(" "));

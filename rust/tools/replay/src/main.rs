@@ -323,6 +323,8 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
     sets.iter().try_for_each(|kv| set(&mut scratch, kv))?;
     // The capture's knob lines come before its first record.
     let mut recs = Vec::new();
+    // The knob lines a VM capture lists, and whether it is dc-sim's.
+    let (mut listed, mut dc_sim) = (Vec::new(), false);
     for (n, line) in io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| format!("line {}: read error: {e}", n + 1))?;
         let profile = ctl::parse_profile(&line);
@@ -333,6 +335,7 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
         // dc-sim's header names its profile; its knob lines are the
         // overrides on top of it.
         if let Some(p) = profile {
+            dc_sim = true;
             if !profile_flag {
                 knobs = Knobs::profile(p).ok_or_else(|| format!("line {}: unknown profile {p:?}", n + 1))?;
             }
@@ -341,11 +344,19 @@ fn run_ctl(args: &[String]) -> Result<ctl::Summary, String> {
         if let Some(kv) = knob {
             if let Some(kv) = kv.map_err(|e| format!("line {}: {e}", n + 1))? {
                 set(&mut knobs, &kv).map_err(|e| format!("line {}: {e}", n + 1))?;
+                listed.push(kv.0);
             }
             continue;
         }
         let Some(rec) = ctl::parse(&line) else { continue };
         recs.push(rec.map_err(|e| format!("line {}: {e}", n + 1))?);
+    }
+    if !dc_sim && !listed.is_empty() {
+        for (k, v) in ctl::KNOBS_ADDED_LATER {
+            if !listed.iter().any(|l| l == k) {
+                knobs.set(k, v);
+            }
+        }
     }
     for kv in &sets {
         let _ = set(&mut knobs, kv);
