@@ -35,11 +35,12 @@ labelled() {
 	python3 -c 'import json, sys; r = json.load(sys.stdin); r["algo"] = sys.argv[1]; print(json.dumps(r))' "$1"
 }
 
+# FLOWS= (empty) leaves out the 1- and 4-flow scenarios.
 SECS=${SECS:-10}
 RATE_MBIT=${RATE_MBIT:-100}
 RTT_US=${RTT_US:-2000}
 ALGOS=${ALGOS:-hpcc dctcp cubic bbr}
-FLOWS=${FLOWS:-1 4}
+FLOWS=${FLOWS-1 4}
 JSON=$RESULTS/bench.jsonl
 : >"$JSON"
 
@@ -84,23 +85,27 @@ if [ "${FCT:-1}" = 1 ]; then
 fi
 
 # A late joiner (bench_lib.sh bench_join): 3 flows, a 4th joins 2 s in,
-# hpcc and dctcp (JOIN=0 leaves it out).
+# JOIN_ALGOS (hpcc and dctcp), JOIN_TRIALS times each (1) (JOIN=0 leaves
+# it out).
 JOIN_JSON=$RESULTS/join.jsonl
 : >"$JOIN_JSON"
 if [ "${JOIN:-1}" = 1 ]; then
-	for algo in hpcc dctcp; do
-		echo "bench: late joiner, $algo" >&2
-		bench_join "$algo" 6 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$JOIN_JSON" ||
-			echo "bench: join $algo failed" >&2
+	for trial in $(seq 1 "${JOIN_TRIALS:-1}"); do
+		for algo in ${JOIN_ALGOS:-hpcc dctcp}; do
+			echo "bench: late joiner, $algo, trial $trial" >&2
+			bench_join "$algo" 6 rate_mbit="$RATE_MBIT" rtt_us="$RTT_US" >>"$JOIN_JSON" ||
+				echo "bench: join $algo failed" >&2
+		done
 	done
 	python3 - "$JOIN_JSON" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print("\nLate joiner: 3 flows, a 4th joins; Jain over 10-RTT windows from the join")
-print(f'{"algo":7} {"Jain>=0.95 after":>17} {"held":>6} {"util":>6} {"q p50 BDP":>9}')
+print(f'{"algo":7} {"Jain>=0.95 after":>17} {"held":>6} {"util":>6} {"q p50 BDP":>9}  last second: slowest/fastest of the mean')
 for r in rows:
     j = "never" if r["jain_rtts"] is None else f'{r["jain_rtts"]} RTTs'
-    print(f'{r["algo"]:7} {j:>17} {r["jain_hold"]:>6.2f} {r["util"]:>6.3f} {r["q_p50_bdp"] or 0:>9.3f}')
+    print(f'{r["algo"]:7} {j:>17} {r["jain_hold"]:>6.2f} {r["util"]:>6.3f} {r["q_p50_bdp"] or 0:>9.3f}'
+          f'  {r.get("last_s_min_of_mean")}/{r.get("last_s_max_of_mean")}')
 PY
 fi
 

@@ -88,7 +88,10 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
     flows. Returns {"flows": the flows seen, "log_from_join": whether the
     log (a ring) reaches back to the join, "jain_rtts": the first window start (base RTTs after
     the join) with Jain >= 0.95, "jain_hold": the fraction of the windows
-    from then on with Jain >= 0.95, "jain": the per-RTT series, "util":
+    from then on with Jain >= 0.95, "last_s_mbps": each flow's rate over
+    the last second before END_NS, "last_s_min_of_mean" and
+    "last_s_max_of_mean": the slowest and the fastest of them over their
+    mean, "jain": the per-RTT series, "util":
     bytes over [join, end] in fractions of B, "q_p50_bdp": the median
     backlog ahead of the packets in [join, end], in BDPs}."""
     sent = [r for r in rows if not r[4] and join_ns <= r[0] < end_ns]
@@ -115,7 +118,17 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
     hold = (sum(1 for j in series[first:] if j >= 0.95) / len(series[first:])) if first is not None else 0.0
     bdp = rate_bps / 8e9 * rtt_ns
     backlog = [r[1] for r in sent]
-    return {"flows": len(flows), "log_from_join": bool(rows) and rows[0][0] <= join_ns, "jain_rtts": first, "jain_hold": round(hold, 3), "jain": series,
+    # Each flow's rate over the last second (from the join if shorter),
+    # and the slowest and fastest as fractions of their mean.
+    t_last = max(join_ns, end_ns - 1_000_000_000)
+    last = [sum(r[3] for r in sent if r[2] == f and r[0] >= t_last) * 8e3 / max(1, end_ns - t_last) for f in flows]
+    last += [0.0] * missing
+    m = sum(last) / len(last) if last else 0.0
+    return {"flows": len(flows), "log_from_join": bool(rows) and rows[0][0] <= join_ns, "jain_rtts": first, "jain_hold": round(hold, 3),
+            "last_s_mbps": [round(x, 2) for x in last],
+            "last_s_min_of_mean": round(min(last) / m, 3) if m else None,
+            "last_s_max_of_mean": round(max(last) / m, 3) if m else None,
+            "jain": series,
             "util": round(sum(r[3] for r in sent) * 8e9 / (rate_bps * (end_ns - join_ns)), 4) if end_ns > join_ns else 0.0,
             "q_p50_bdp": round(pct(backlog, 0.5) / bdp, 4) if backlog else None}
 
