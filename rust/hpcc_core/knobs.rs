@@ -244,7 +244,7 @@ macro_rules! knob_table {
             wai_path: 1, Range::FLAG,
                 "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
             wai_fair: 1, Range::FLAG,
-                "with wai_path 1, 1: a flow's W_ai is scaled by its fair share of the path's BDP, min(B_j)*T/N, over its Wc, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
+                "with wai_path 1, 1: a flow's W_ai is scaled by (F/Wc)^2, F its fair share of the path's BDP, min(B_j)*T/N, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
             rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
             base_rtt_us: 0, Range::span(0, MAX_US),

@@ -815,25 +815,27 @@ fn a_budget_that_stretches_probes_stretches_freshness_alike() {
     assert!(s.on_ack(&k, &at(8_000_001), None, Some((&mut f, None, &sfc))).notes.has(Note::FallbackAck));
 }
 
-/// `wai_fair`: a flow's W_ai scaled by its fair share over its Wc, within
-/// half and twice the unscaled one; unscaled while Wc or the share is
-/// unknown, and with `wai_fair` 0.
+/// `wai_fair`: a flow's W_ai scaled by the square of its fair share over
+/// its Wc, within half and twice the unscaled one; unscaled while Wc or
+/// the share is unknown, and with `wai_fair` 0.
 #[test]
-fn fair_wai_scales_by_the_share_within_a_factor_of_two() {
+fn fair_wai_scales_by_the_share_squared_within_a_factor_of_two() {
     use hpcc_core::control::{fair_wai_bytes, path_wai_bytes};
     assert_eq!(fair_wai_bytes(100, 5000, 5000), 100);
-    assert_eq!(fair_wai_bytes(100, 5000, 4000), 125);
-    assert_eq!(fair_wai_bytes(100, 5000, 6250), 80);
+    assert_eq!(fair_wai_bytes(100, 5000, 4000), 156);
+    assert_eq!(fair_wai_bytes(100, 5000, 6250), 64);
     assert_eq!(fair_wai_bytes(100, 5000, 1), 200);
     assert_eq!(fair_wai_bytes(100, 5000, u32::MAX), 50);
     assert_eq!(fair_wai_bytes(100, 0, 5000), 100);
     assert_eq!(fair_wai_bytes(100, 5000, 0), 100);
     assert_eq!(fair_wai_bytes(1, 5000, u32::MAX), 1);
     assert_eq!(fair_wai_bytes(u32::MAX, u64::MAX, 1), u32::MAX);
+    assert_eq!(fair_wai_bytes(u32::MAX, 1, u32::MAX), u32::MAX / 2);
     // 100 Mbit/s (12.5 MB/s), T = 2 ms, eta 0.95, 4 flows: B·T = 25,000 B,
     // W_ai = 25,000 x 0.05 / 8 = 156 B, the fair share 6,250 B.
     let k = Knobs::DEFAULT;
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 6250), Some(156));
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 7812), Some(99));
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 12_500), Some(78));
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 3125), Some(312));
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 0), Some(156));
