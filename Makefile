@@ -35,7 +35,7 @@ else
 KDIR_WHY := KDIR
 endif
 
-.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast dc-sim dc-sim-full
+.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast cost dc-sim dc-sim-full
 
 all: modules
 
@@ -86,6 +86,9 @@ bench:
 
 incast:
 	$(ROOT)/bench/run incast
+
+cost:
+	$(ROOT)/bench/run cost
 
 # The closed-loop acceptance test of HPCC++ on the INT switch emulator
 # (selftests/hpcc_closed_loop.sh), in virtual time unless HPCC_VM_ICOUNT=0

@@ -27,6 +27,9 @@
         connect() to the reply; a flow whose reply is missing or does not
         count its bytes is failed, not timed; --maxrate caps each
         connection's pacing rate as for send
+  hpcc_flow.py send ... [--tcp-info 1]
+        also prints the socket's segs_out, segs_in (ACKs, with the SYN-ACK
+        and FIN) and data_segs_out from TCP_INFO, read after the peer closed
   hpcc_flow.py send ... [--tos N] [--mark N] [--pulse BYTES,MS]
         --tos sets IP_TOS/IPV6_TCLASS (DSCP << 2), --mark SO_MARK (policy
         routing), --pulse writes BYTES every MS instead of sending flat out
@@ -184,8 +187,16 @@ def send(argv):
     s.shutdown(socket.SHUT_WR)
     s.recv(1)  # wait for the peer's close: every byte was read
     dt = time.monotonic() - t0
+    out = {"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2), "start_ns": start_ns}
+    if opts.get("--tcp-info") == "1":
+        # struct tcp_info (include/uapi/linux/tcp.h): __u32 tcpi_segs_out
+        # at byte 136, tcpi_segs_in at 140, tcpi_data_segs_out at 156.
+        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 192)
+        segs_out, segs_in = struct.unpack_from("=II", info, 136)
+        (data_segs_out,) = struct.unpack_from("=I", info, 156)
+        out.update(segs_out=segs_out, segs_in=segs_in, data_segs_out=data_segs_out)
     s.close()
-    print(json.dumps({"bytes": n, "secs": round(dt, 3), "mbps": round(n * 8 / dt / 1e6, 2), "start_ns": start_ns}))
+    print(json.dumps(out))
 
 
 def fct(argv):
