@@ -548,7 +548,8 @@ pub fn fair_wai_bytes(wai: u32, fair: u64, wc: u32) -> u32 {
     let hi = u64::from(wai).saturating_mul(2);
     let wide = |x: u64| super::fixed::div_wide(super::fixed::mul_wide(x, fair), u64::from(wc)).unwrap_or(u64::MAX);
     let scaled = wide(wide(u64::from(wai)).min(hi.saturating_mul(2)));
-    u32::try_from(scaled.clamp(u64::from(wai / 2).max(1), hi)).unwrap_or(u32::MAX)
+    // max then min, not clamp: clamp asserts min <= max, a panic path.
+    u32::try_from(scaled.max(u64::from(wai / 2).max(1)).min(hi)).unwrap_or(u32::MAX)
 }
 
 /// A Q23.40 fraction in parts per million, saturating.
