@@ -730,8 +730,7 @@ impl FlowCtl {
 
     /// W_ai from the path, if the knobs ask for it ([`path_wai_bytes`]).
     fn follow_path(&mut self, k: &Knobs) {
-        let wc = u32::try_from(self.law.wc_q16() >> super::fixed::WIN_SHIFT).unwrap_or(u32::MAX);
-        if let Some(w) = path_wai_bytes(k, self.path_rate, self.base_rtt_ns, self.rcv_flows, wc) {
+        if let Some(w) = path_wai_bytes(k, self.path_rate, self.base_rtt_ns, self.rcv_flows, self.law.wc_bytes()) {
             self.params = self.params.with_wai_bytes(w);
         }
     }
@@ -833,7 +832,7 @@ impl FlowCtl {
             sample_u_ppm: q40_to_ppm(o.sample_u_q40),
             qlen: u32::try_from(qlen).unwrap_or(u32::MAX),
             window: self.law.window_bytes(),
-            wc: u32::try_from(self.law.wc_q16() >> super::fixed::WIN_SHIFT).unwrap_or(u32::MAX),
+            wc: self.law.wc_bytes(),
             cwnd: c.cwnd,
             inflight: c.in_flight,
             srtt_us: c.srtt_us,

@@ -454,6 +454,11 @@ impl HpccFlow {
         self.wc
     }
 
+    /// The reference window `Wc` in bytes.
+    pub fn wc_bytes(&self) -> u32 {
+        u32::try_from(self.wc >> WIN_SHIFT).unwrap_or(u32::MAX)
+    }
+
     /// The additive-increase stage counter.
     pub fn inc_stage(&self) -> u32 {
         self.inc_stage
