@@ -35,9 +35,9 @@
  *            4 KiB at 800G). A fixed 128-byte unit would wrap every 1.3 ms
  *            at 800G, faster than a 10 ms probe interval. txBytes wraps;
  *            qlen saturates at 0xffff units (2.1-4.2 ms of line rate).
- *   Speed:   a code from the HPCC_INT_RATE_* table (1-11: 1G-800G; 12, 13:
- *            100M and 200M for emulated links); 0, 14 and 15 are
- *            reserved and make the receiver reject the stack. A port must
+ *   Speed:   a code from the HPCC_INT_RATE_* table (1-11: 1G-800G; 12-15:
+ *            100M, 200M, 400M and 800M for emulated links); 0 is reserved
+ *            and makes the receiver reject the stack. A port must
  *            report a speed no lower than its real egress rate, or txBytes
  *            may wrap more than once per ts span.
  */
@@ -113,14 +113,20 @@
 #define HPCC_INT_RATE_800G		11
 #define HPCC_INT_RATE_800G_MBPS		800000
 #define HPCC_INT_RATE_800G_UNIT_SHIFT	12
-/* Emulated links (selftests' eBPF switch): byte units, qlen saturates at 64 KiB */
+/* Emulated links (selftests' eBPF switch): 1-4 B units, qlen saturates at 64-256 KiB */
 #define HPCC_INT_RATE_100M		12
 #define HPCC_INT_RATE_100M_MBPS		100
 #define HPCC_INT_RATE_100M_UNIT_SHIFT	0
 #define HPCC_INT_RATE_200M		13
 #define HPCC_INT_RATE_200M_MBPS		200
 #define HPCC_INT_RATE_200M_UNIT_SHIFT	0
-#define HPCC_INT_RATE_MAX		13	/* highest valid code */
+#define HPCC_INT_RATE_400M		14
+#define HPCC_INT_RATE_400M_MBPS		400
+#define HPCC_INT_RATE_400M_UNIT_SHIFT	1
+#define HPCC_INT_RATE_800M		15
+#define HPCC_INT_RATE_800M_MBPS		800
+#define HPCC_INT_RATE_800M_UNIT_SHIFT	2
+#define HPCC_INT_RATE_MAX		15	/* highest valid code */
 
 struct hpcc_int_hdr {
 	__be16 nhop_pathid;	/* nHop:4 (most significant) | pathID:12 */
@@ -153,6 +159,8 @@ static inline int hpcc_int_unit_shift(__u32 rate)
 	case HPCC_INT_RATE_800G:	return HPCC_INT_RATE_800G_UNIT_SHIFT;
 	case HPCC_INT_RATE_100M:	return HPCC_INT_RATE_100M_UNIT_SHIFT;
 	case HPCC_INT_RATE_200M:	return HPCC_INT_RATE_200M_UNIT_SHIFT;
+	case HPCC_INT_RATE_400M:	return HPCC_INT_RATE_400M_UNIT_SHIFT;
+	case HPCC_INT_RATE_800M:	return HPCC_INT_RATE_800M_UNIT_SHIFT;
 	default:			return -1;
 	}
 }

@@ -38,9 +38,11 @@
 //!   same unit and saturates at `0xffff` units, i.e. 2.1–4.2 ms of line
 //!   rate, which is at least one BDP for `T` ≤ 2.1 ms; a saturated queue
 //!   still drives `U` far above `eta`.
-//! * **rate**: a 4-bit code from [`RATES`] (1–11: 1G–800G; 12, 13: 100M and
-//!   200M for emulated links); 0, 14 and 15 are reserved and
-//!   rejected.
+//! * **rate**: a 4-bit code from [`RATES`] (1–11: 1G–800G; 12–15: 100M,
+//!   200M, 400M and 800M for emulated links); 0 is reserved and rejected.
+//!   The table is full: an emulated port between 800 Mb/s and 1 Gb/s
+//!   reports 1G, and none faster than 1 Gb/s can be told apart from a
+//!   real one.
 //!
 //! A switch must report a rate no lower than its port's real egress rate,
 //! or txBytes can wrap more than once per ts span.
@@ -101,7 +103,7 @@ pub struct RateInfo {
 }
 
 /// The rate codes, `RATES[i].code == i + 1`.
-pub const RATES: [RateInfo; 13] = [
+pub const RATES: [RateInfo; 15] = [
     RateInfo { code: 1, mbps: 1_000, unit_shift: 2, name: "1G" },
     RateInfo { code: 2, mbps: 2_500, unit_shift: 4, name: "2G5" },
     RateInfo { code: 3, mbps: 5_000, unit_shift: 5, name: "5G" },
@@ -113,10 +115,12 @@ pub const RATES: [RateInfo; 13] = [
     RateInfo { code: 9, mbps: 200_000, unit_shift: 10, name: "200G" },
     RateInfo { code: 10, mbps: 400_000, unit_shift: 11, name: "400G" },
     RateInfo { code: 11, mbps: 800_000, unit_shift: 12, name: "800G" },
-    // Emulated links (the eBPF switch in selftests/, 100-200 Mb/s): byte
-    // units; qlen saturates at 64 KiB, 2.6-5.2 ms of line rate.
+    // Emulated links (the eBPF switch in selftests/, 100-800 Mb/s): units
+    // of 1-4 B; qlen saturates at 64-256 KiB, 2.6-5.2 ms of line rate.
     RateInfo { code: 12, mbps: 100, unit_shift: 0, name: "100M" },
     RateInfo { code: 13, mbps: 200, unit_shift: 0, name: "200M" },
+    RateInfo { code: 14, mbps: 400, unit_shift: 1, name: "400M" },
+    RateInfo { code: 15, mbps: 800, unit_shift: 2, name: "800M" },
 ];
 
 /// The table entry of a rate code, or `None` for a reserved code.

@@ -87,7 +87,7 @@ fn every_malformed_variant_is_refused() {
         (OFF_FAMILY, 5),      // family
         (OFF_L4PROTO, 1),     // ICMP
         (OFF_SPEED, 0),       // reserved speed code
-        (OFF_SPEED, 14),      // reserved speed code
+        (OFF_SPEED, 16),      // beyond the speed table
         (OFF_LEN + 1, 69),    // length field
         (OFF_DPORT + 2, 1),   // reserved2
         (OFF_SADDR + 4, 1),   // IPv4 address with bytes beyond 4

@@ -66,7 +66,7 @@ fn rate_table_is_dense_and_units_follow_the_rule() {
         assert!(span(r.unit_shift) >= bytes_per_span, "{}: unit too small", r.name);
         assert!(r.unit_shift == 0 || span(r.unit_shift - 1) < bytes_per_span, "{}: unit not minimal", r.name);
     }
-    for code in [0u8, 14, 15, 255] {
+    for code in [0u8, 16, 255] {
         assert_eq!(wire::rate_info(code), None);
     }
     // The gap limit covers a probe per RTT at the largest supported T (10 ms).

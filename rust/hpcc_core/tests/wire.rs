@@ -38,7 +38,7 @@ fn malformed_buffers_are_rejected() {
     let mut nine = vec![0u8; 4 + 9 * 8];
     nine[0] = 0x90;
     assert_eq!(wire::parse(&nine), Err(WireError::TooManyHops));
-    for bad_rate in [0u8, 14, 15] {
+    for bad_rate in [0u8] {
         let mut b = good.clone();
         b[12] = (bad_rate << 4) | (b[12] & 0x0f);
         assert_eq!(wire::parse(&b), Err(WireError::BadRate { hop: 1 }));
@@ -77,7 +77,7 @@ fn quantize_truncates_and_saturates() {
     // 100G: unit 512 B. ts: 2 ns units, wraps at 2^25 ns.
     assert_eq!(h, RawHop { rate: 8, ts: 3, tx: ((3u64 << 29) + 1000) as u32 >> 9 & 0xfffff, qlen: 0xffff });
     assert_eq!(RawHop::quantize(0, 0, 0, 0), None);
-    assert_eq!(RawHop::quantize(14, 0, 0, 0), None);
+    assert_eq!(RawHop::quantize(16, 0, 0, 0), None);
 }
 
 /// A switch port: full-width counters, quantized onto the wire.
@@ -212,5 +212,5 @@ fn reordered_duplicate_gap_and_rate_change_on_the_wire() {
     assert_eq!(f.on_int(&p, &two, late + 210_000, 1, 1).unwrap().event, Event::PathChanged);
     // An empty stack is stale.
     assert_eq!(f.on_int(&p, &[0, 0, 0, 0], late + 220_000, 1, 1).unwrap().event, Event::Stale(StaleReason::NoHops));
-    assert_eq!(RATES.len(), 13);
+    assert_eq!(RATES.len(), 15);
 }

@@ -22,7 +22,7 @@
 #       buffer=BYTES   (0: unlimited)    drop-tail buffer
 #       ecn_k=BYTES    (0: off)          CE-mark ECT packets above K
 #       switch_id=N    (12 bits)         XORed into pathID
-#       speed=CODE     (default: from the rate, 12 = 100M, 13 = 200M)
+#       speed=CODE     (default: from the rate, 12-15 = 100M-800M)
 #       delay_us=N     (0)               extra delay after departure
 #       probe_dscp=N   (probe_dscp's default) DSCP of probes to stamp
 #       bucket=BYTES   (512)             histogram bucket width
