@@ -12,6 +12,8 @@
 #   make stress     the stress run on a debug kernel (KASAN, lockdep, kmemleak, ...)
 #   make scale      50,000 concurrent hpcc connections in the VM
 #   make incast     N:1 incast, hpcc/dctcp/cubic with Source Flow Control off and on, with a plot
+#   make cost       what hpcc, dctcp, cubic and bbr cost the guest per GB and per ACK (virtual time)
+#   make timescale  the fastest rate the VM carries (cubic at >= 95% of B, guest >= 30% idle under hpcc)
 #   make dc-sim     the module's controller in ns-3 at 100 Gbit/s: a 32-host leaf-spine,
 #                   WebSearch and FB_Hadoop, against dctcp (ns3/run; make dc-sim-full: more)
 #
@@ -35,7 +37,7 @@ else
 KDIR_WHY := KDIR
 endif
 
-.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast cost dc-sim dc-sim-full
+.PHONY: all modules install toolchain-check clean setup kernel run check bench closed-loop stress scale incast cost timescale dc-sim dc-sim-full
 
 all: modules
 
@@ -89,6 +91,9 @@ incast:
 
 cost:
 	$(ROOT)/bench/run cost
+
+timescale:
+	$(ROOT)/bench/run timescale
 
 # The closed-loop acceptance test of HPCC++ on the INT switch emulator
 # (selftests/hpcc_closed_loop.sh), in virtual time unless HPCC_VM_ICOUNT=0

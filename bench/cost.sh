@@ -194,9 +194,13 @@ one_run() {
 	# The flow's payload through the bottleneck within the window, and its
 	# skbs (the emulator logs one line per skb: wire bytes of all its
 	# segments, 66 B of headers each).
-	skbs = segs = payload = 0
+	skbs = segs = payload = departed = 0
+	qs = []
 	for l in open(out + ".log"):
 	    t, q, sport, wire, drop = map(int, l.split())
+	    if not drop and t0 <= t < t1:
+	        departed += wire
+	        qs.append(q)
 	    if wire > 200 and not drop and t0 <= t < t1:  # data, not probes, responses or ACKs
 	        n = -(-wire // 1514)
 	        skbs += 1
@@ -207,6 +211,12 @@ one_run() {
 	r = {"algo": algo, "seg": seg, "mode": mode, "rate_mbit": rate, "rtt_us": rtt,
 	     "bytes": f["bytes"], "window_s": round(secs, 2), "window_bytes": payload,
 	     "mbps": round(payload * 8 / secs / 1e6, 2) if secs else None, "vcpus": ncpu,
+	     # The bottleneck's departures (every packet, headers included)
+	     # over B, as the bench's utilization.
+	     "util": round(departed * 8 / secs / (rate * 1e6), 3) if secs else None,
+	     # The bottleneck's backlog each packet found, over the window.
+	     "q_p99_bytes": sorted(qs)[int(0.99 * (len(qs) - 1))] if qs else None,
+	     "pacing_shift": int(open("/sys/module/tcp_hpcc/parameters/pacing_shift").read()) if algo == "hpcc" else None,
 	     "acks": f.get("segs_in"), "data_segs": f.get("data_segs_out"),
 	     "segs_per_skb": round(segs / skbs, 2) if skbs else None,
 	     "guest_instr_per_gb": per_gb(busy),
@@ -294,12 +304,30 @@ one_run() {
 	EOF
 }
 
-for seg in $SEGS; do
-	for algo in $ALGOS; do
-		echo "cost: $algo, $seg, ${SECS}s" >&2
-		one_run "$algo" "$seg" plain >>"$JSON" || echo "cost: $algo $seg failed" >&2
+# SCALES="100 200 ..." (`make scale`): the plain runs at each rate in
+# Mbit/s, with the base RTT scaled so that the BDP stays the bench's 25 kB
+# (bench_lib.sh bench_scaled_rtt_us), instead of RATE_MBIT and RTT_US.
+for scale in ${SCALES:-0}; do
+	if [ "$scale" != 0 ]; then
+		RATE_MBIT=$scale
+		RTT_US=$(bench_scaled_rtt_us "$scale")
+	fi
+	for seg in $SEGS; do
+		for algo in $ALGOS; do
+			echo "cost: $algo, $seg, ${RATE_MBIT} Mbit/s, ${RTT_US} us, ${SECS}s" >&2
+			one_run "$algo" "$seg" plain >>"$JSON" || echo "cost: $algo $seg failed" >&2
+		done
 	done
 done
+# PACING_SHIFTS="12 11 10": hpcc again with each `pacing_shift` knob
+# (TSO bursts and skbs of 2^-shift s of the pacing rate), TSO: what larger
+# skbs save per GB, and the queue they add.
+for shift in ${PACING_SHIFTS:-}; do
+	echo "$shift" >/sys/module/tcp_hpcc/parameters/pacing_shift
+	echo "cost: hpcc, tso, pacing_shift $shift, ${SECS}s" >&2
+	one_run hpcc tso plain >>"$JSON" || echo "cost: hpcc pacing_shift $shift failed" >&2
+done
+[ -z "${PACING_SHIFTS:-}" ] || knobs_reset pacing_shift
 if [ "$KPROBES" = 1 ]; then
 	for algo in $ALGOS; do
 		echo "cost: $algo, callbacks (kprobes), ${SECS}s" >&2

@@ -154,6 +154,13 @@ _bench_link() {
 	ecn_k=$(_bench_kv ecn_k $((bdp / 4)) "$@")
 }
 
+# bench_scaled_rtt_us RATE_MBIT: the base RTT in us at which a link of
+# RATE_MBIT has the bench's BDP, 100 Mbit/s x 2 ms = 25 kB (800 Mbit/s:
+# 250 us), so that a run at another rate is the same network, faster.
+bench_scaled_rtt_us() {
+	echo $((100 * 2000 / $1))
+}
+
 # _bench_wait_file FILE SECONDS: until FILE is non-empty (a sender's
 # --started stamp), at most SECONDS; the caller goes on either way (and
 # then reads what the sender wrote, or not).
