@@ -121,6 +121,32 @@ impl RxSkb {
         unsafe { core::ptr::addr_of!((*self.0.as_ptr()).len).read() as usize }
     }
 
+    /// The skb's linear head: the `skb_headlen` bytes at `skb->data`,
+    /// where the IP header starts at the hooks we use (`ip_rcv_core` and
+    /// `ipv6_rcv` pulled it there; at POST_ROUTING the stack built it
+    /// there).
+    fn head(&self) -> &[u8] {
+        let skb = self.0.as_ptr();
+        // SAFETY: the skb is live for the hook call (netfilter holds it
+        // until the verdict, and `self` does not outlive the hook); `len`,
+        // `data_len` and `data` are plain fields.
+        let (len, data_len, data) = unsafe {
+            (
+                core::ptr::addr_of!((*skb).len).read(),
+                core::ptr::addr_of!((*skb).data_len).read(),
+                core::ptr::addr_of!((*skb).data).read(),
+            )
+        };
+        if data.is_null() {
+            return &[];
+        }
+        // SAFETY: `data` points at `len - data_len` (skb_headlen) bytes of
+        // the skb's linear buffer, which stays allocated while the hook
+        // holds the skb and which nothing writes during the hook (a clone
+        // shares it read-only); the slice lives no longer than `&self`.
+        unsafe { core::slice::from_raw_parts(data, len.saturating_sub(data_len) as usize) }
+    }
+
     /// Copies up to `out.len()` bytes from the start of the packet (the
     /// IP header in LOCAL_IN) and returns how many.
     fn copy_prefix(&self, out: &mut [u8]) -> usize {
@@ -298,11 +324,22 @@ nf_hook!(
 unsafe fn local_in(skb_nn: NonNull<bindings::sk_buff>, net: NetRef<'_>) -> c_uint {
     let skb = skb_nn.as_ptr();
     let rx = RxSkb(skb_nn);
-    // Cheap first look at the IP header: most packets are not ours.
-    let mut buf = [0u8; MAX_PACKET_LEN + 40];
+    // Cheap first look at the IP header, in place in the linear head
+    // (copied only if it is not all there): most packets are not ours.
+    let mut small = [0u8; CANDIDATE_LEN];
+    let linear = rx.head();
+    let head = match linear.get(..CANDIDATE_LEN) {
+        Some(h) => h,
+        None => {
+            let n = rx.copy_prefix(&mut small);
+            small.get(..n).unwrap_or(&[])
+        }
+    };
     let (pd, rd) = modparam::dscps();
-    let n = rx.copy_prefix(buf.get_mut(..CANDIDATE_LEN).unwrap_or(&mut []));
-    let head = buf.get(..n).unwrap_or(&[]);
+    if !sfc::is_candidate(head) && !probe::is_candidate(head, pd, rd) {
+        return bindings::NF_ACCEPT;
+    }
+    let mut buf = [0u8; MAX_PACKET_LEN + 40];
     if sfc::is_candidate(head) {
         let n = rx.copy_prefix(buf.get_mut(..sfc::MAX_SIGNAL_PACKET).unwrap_or(&mut []));
         // SAFETY: this hook's netns and live skb, under netfilter's RCU
@@ -317,9 +354,7 @@ unsafe fn local_in(skb_nn: NonNull<bindings::sk_buff>, net: NetRef<'_>) -> c_uin
             }
         };
     }
-    if !probe::is_candidate(head, pd, rd) {
-        return bindings::NF_ACCEPT;
-    }
+    // Not SFC's, so a probe or response candidate (above).
     let n = rx.copy_prefix(&mut buf);
     match probe::classify(buf.get(..n).unwrap_or(&[]), pd, rd) {
         Ok(None) => bindings::NF_ACCEPT,
