@@ -198,10 +198,11 @@ one_run() {
 	qs = []
 	for l in open(out + ".log"):
 	    t, q, sport, wire, drop = map(int, l.split())
-	    if not drop and t0 <= t < t1:
-	        departed += wire
-	        qs.append(q)
-	    if wire > 200 and not drop and t0 <= t < t1:  # data, not probes, responses or ACKs
+	    if drop or not t0 <= t < t1:
+	        continue
+	    departed += wire
+	    qs.append(q)
+	    if wire > 200:  # data, not probes, responses or ACKs
 	        n = -(-wire // 1514)
 	        skbs += 1
 	        segs += n
@@ -304,7 +305,7 @@ one_run() {
 	EOF
 }
 
-# SCALES="100 200 ..." (`make scale`): the plain runs at each rate in
+# SCALES="100 200 ..." (`make timescale`): the plain runs at each rate in
 # Mbit/s, with the base RTT scaled so that the BDP stays the bench's 25 kB
 # (bench_lib.sh bench_scaled_rtt_us), instead of RATE_MBIT and RTT_US.
 for scale in ${SCALES:-0}; do

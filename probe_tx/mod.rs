@@ -336,11 +336,12 @@ unsafe fn local_in(skb_nn: NonNull<bindings::sk_buff>, net: NetRef<'_>) -> c_uin
         }
     };
     let (pd, rd) = modparam::dscps();
-    if !sfc::is_candidate(head) && !probe::is_candidate(head, pd, rd) {
+    let signal = sfc::is_candidate(head);
+    if !signal && !probe::is_candidate(head, pd, rd) {
         return bindings::NF_ACCEPT;
     }
     let mut buf = [0u8; MAX_PACKET_LEN + 40];
-    if sfc::is_candidate(head) {
+    if signal {
         let n = rx.copy_prefix(buf.get_mut(..sfc::MAX_SIGNAL_PACKET).unwrap_or(&mut []));
         // SAFETY: this hook's netns and live skb, under netfilter's RCU
         // read lock.

@@ -41,8 +41,8 @@
 //! * **rate**: a 4-bit code from [`RATES`] (1–11: 1G–800G; 12–15: 100M,
 //!   200M, 400M and 800M for emulated links); 0 is reserved and rejected.
 //!   The table is full: an emulated port between 800 Mb/s and 1 Gb/s
-//!   reports 1G, and none faster than 1 Gb/s can be told apart from a
-//!   real one.
+//!   reports 1G, and one at another rate above 1 Gb/s (1.6 Gb/s) has no
+//!   code of its own.
 //!
 //! A switch must report a rate no lower than its port's real egress rate,
 //! or txBytes can wrap more than once per ts span.
