@@ -161,6 +161,8 @@ struct hpcc_flow *hpcc_flow_new(const struct hpcc_knobs *k, const struct hpcc_co
 int hpcc_flow_probe_at_tx_start(const struct hpcc_flow *f, const struct hpcc_knobs *k,
 				const struct hpcc_conn *c);
 int hpcc_flow_probe_due(const struct hpcc_flow *f, const struct hpcc_knobs *k, const struct hpcc_conn *c);
+uint16_t hpcc_flow_probe_spacing_us(const struct hpcc_flow *f, const struct hpcc_knobs *k,
+				    const struct hpcc_conn *c);
 uint32_t hpcc_flow_probe_sent(struct hpcc_flow *f, uint64_t now_ns);
 uint64_t hpcc_flow_pacing_rate(const struct hpcc_flow *f, const struct hpcc_knobs *k, uint32_t srtt_us);
 void hpcc_flow_free(struct hpcc_flow *f);
@@ -181,7 +183,7 @@ void hpcc_budget_free(struct hpcc_budget *b);
 struct hpcc_rcvcount *hpcc_rcvcount_new(void);
 void hpcc_rcvcount_insert(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns, uint32_t hash);
 uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns,
-				  uint32_t hash);
+				  uint16_t spacing_us, uint32_t hash);
 void hpcc_rcvcount_free(struct hpcc_rcvcount *r);
 
 /* hpcc_ack_decision.notes: bit 1 << HPCC_FFI_NOTE_x for each note. */
@@ -231,7 +233,9 @@ int hpcc_nonces_accept(const struct hpcc_nonces *r, uint32_t nonce, uint32_t snd
 void hpcc_nonces_free(struct hpcc_nonces *r);
 int hpcc_admit_int(const uint8_t *int_stack, size_t int_len, uint32_t max_hops);
 
-size_t hpcc_build_probe(uint8_t *out, const struct hpcc_tuple *t, uint8_t dscp, uint32_t nonce, uint32_t snd_nxt);
+size_t hpcc_build_probe(uint8_t *out, const struct hpcc_tuple *t, uint8_t dscp, uint32_t nonce, uint32_t snd_nxt,
+			uint16_t spacing_us);
+uint16_t hpcc_packet_spacing_us(const struct hpcc_packet *p);
 int hpcc_classify(const uint8_t *buf, size_t len, uint8_t probe_dscp, uint8_t response_dscp,
 		  struct hpcc_packet *out);
 size_t hpcc_build_response(uint8_t *out, const struct hpcc_packet *p, uint8_t dscp, uint16_t rcv_flows);

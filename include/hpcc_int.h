@@ -51,8 +51,10 @@
 #define HPCC_INT_HOP_LEN	8	/* one record per hop */
 #define HPCC_INT_MAX_HOPS	8	/* records a stack may carry */
 #define HPCC_INT_MAX_LEN	68	/* HDR_LEN + MAX_HOPS * HOP_LEN */
-/* The header's padding, a big-endian u16: in a response, the number of hpcc
- * flows whose probes the receiver answered recently (0: not counted). */
+/* The header's padding, a big-endian u16: in a probe, microseconds between
+ * its flow's probes (0: not said); in a response, the number of hpcc flows
+ * whose probes the receiver answered recently (0: not counted). Switches
+ * leave it alone. */
 #define HPCC_INT_RCV_FLOWS_OFF	2
 
 /* First 16-bit word (host order after ntohs) */

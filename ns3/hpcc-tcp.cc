@@ -465,7 +465,7 @@ HpccHost::OnProbe(const struct hpcc_packet& pkt, uint64_t now)
     }
     uint64_t w = Hpcc().rcv_count_ns;
     uint32_t hash = w ? TupleHash(pkt.tuple) : 0;
-    uint16_t flows = w ? hpcc_rcvcount_count_with(m_rcv, now, w, hash) : 0;
+    uint16_t flows = w ? hpcc_rcvcount_count_with(m_rcv, now, w, hpcc_packet_spacing_us(&pkt), hash) : 0;
     std::array<uint8_t, HPCC_FFI_MAX_PACKET_LEN> out{};
     size_t len = hpcc_build_response(out.data(), &pkt, Hpcc().response_dscp, flows);
     if (len == 0)
@@ -716,7 +716,7 @@ TcpHpcc::Probe(Ptr<const TcpSocketState> tcb, const struct hpcc_conn& c)
     switch (hpcc_flow_admit_probe(m_flow, Hpcc().knobs, m_host->Budget(), &c))
     {
     case HPCC_FFI_ADMIT_SEND:
-        return SendProbe(tcb, c.now_ns) ? HPCC_FFI_CTL_PROBED : 0;
+        return SendProbe(tcb, c) ? HPCC_FFI_CTL_PROBED : 0;
     case HPCC_FFI_ADMIT_WAIT:
         Probes().probes_held_share++;
         return HPCC_FFI_CTL_PROBE_HELD;
@@ -727,18 +727,20 @@ TcpHpcc::Probe(Ptr<const TcpSocketState> tcb, const struct hpcc_conn& c)
 }
 
 bool
-TcpHpcc::SendProbe(Ptr<const TcpSocketState> tcb, uint64_t now)
+TcpHpcc::SendProbe(Ptr<const TcpSocketState> tcb, const struct hpcc_conn& c)
 {
+    uint64_t now = c.now_ns;
     if (!m_flow || !m_attached)
     {
         return false;
     }
     uint32_t nonce = Nonce();
     uint32_t snd_nxt = tcb->m_highTxMark.Get().GetValue();
+    uint16_t spacing = hpcc_flow_probe_spacing_us(m_flow, Hpcc().knobs, &c);
     uint32_t slot = hpcc_flow_probe_sent(m_flow, now);
     hpcc_nonces_record(m_nonces, slot, nonce, snd_nxt, now);
     std::array<uint8_t, HPCC_FFI_MAX_PACKET_LEN> b{};
-    size_t len = hpcc_build_probe(b.data(), &m_tuple, Hpcc().probe_dscp, nonce, snd_nxt);
+    size_t len = hpcc_build_probe(b.data(), &m_tuple, Hpcc().probe_dscp, nonce, snd_nxt, spacing);
     m_host->SendRaw(b.data(), len);
     Probes().probes_sent++;
     return true;

@@ -226,7 +226,7 @@ class TcpHpcc : public ns3::TcpCongestionOps
   private:
     struct hpcc_conn Conn(ns3::Ptr<const ns3::TcpSocketState> tcb, uint32_t prior_in_flight_bytes) const;
     uint16_t EnsureFlow(const struct hpcc_conn& c, bool on_ack);
-    bool SendProbe(ns3::Ptr<const ns3::TcpSocketState> tcb, uint64_t now);
+    bool SendProbe(ns3::Ptr<const ns3::TcpSocketState> tcb, const struct hpcc_conn& c);
     // A due probe through the host's budget, then SendProbe: the trace flag.
     uint16_t Probe(ns3::Ptr<const ns3::TcpSocketState> tcb, const struct hpcc_conn& c);
     void ApplyPacing(ns3::Ptr<ns3::TcpSocketState> tcb, uint64_t bytes_per_s);

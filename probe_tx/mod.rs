@@ -97,11 +97,12 @@ fn send(bytes: &[u8], xmit: impl FnOnce(*mut bindings::sk_buff) -> c_int) -> Res
 }
 
 /// Sends a probe for the flow `t` (local to remote) of the socket `tp`,
-/// routed as its data. Counts the outcome.
-pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32) {
+/// routed as its data, saying the flow's probe spacing `spacing_us` (0:
+/// none). Counts the outcome.
+pub(crate) fn send_probe(tp: &TcpSock<'_>, t: &Tuple, nonce: u32, snd_nxt: u32, spacing_us: u16) {
     let dscp = modparam::dscps().0;
     let mut bytes = [0u8; MAX_PACKET_LEN];
-    let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt);
+    let len = probe::build_probe(&mut bytes, t, dscp, nonce, snd_nxt, spacing_us);
     // SAFETY: `send` passes a fresh skb it owns, holding the probe.
     let sent = send(bytes.get(..len).unwrap_or(&[]), |skb| unsafe { tp.send_skb(skb, dscp << 2) });
     tp.count(match sent {
@@ -183,14 +184,15 @@ fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     }
     let t = &p.tuple;
     let dscp = modparam::dscps().1;
-    // The receiver's flow count (hpcc_core::rcvcount), this flow included;
-    // the flow is recorded only once its response is sent, so probes
-    // nobody answers (no socket) do not count.
+    // The receiver's flow count (hpcc_core::rcvcount), this flow included,
+    // over windows fit to the probe's spacing; the flow is recorded only
+    // once its response is sent, so probes nobody answers (no socket) do
+    // not count.
     let window_ns = u64::from(modparam::knobs().rcv_count_us) * 1000;
     let hash = if window_ns == 0 { 0 } else { table::hash_of(net, t) };
     let rcv_flows = match window_ns {
         0 => 0,
-        w => net.state().rcv_flows.count_with(now, w, hash),
+        w => net.state().rcv_flows.count_with(now, w, probe::spacing_us(p), hash),
     };
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_response(&mut bytes, p, dscp, rcv_flows);

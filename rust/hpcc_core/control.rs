@@ -666,6 +666,23 @@ impl FlowCtl {
         k.telemetry == 1 && c.now_ns.saturating_sub(self.last_probe_ns) >= self.probe_interval_ns(k, c.srtt_us)
     }
 
+    /// The probe spacing a probe sent now carries (`rcv_count_scaled` 1;
+    /// else 0, not said): the probe interval, or the time since the last
+    /// probe if longer (a budget that holds probes spaces them further),
+    /// in us, 1 to `u16::MAX`. The receiver counts flows for this probe
+    /// over windows of at least two of it (`rcvcount::scale_for`). Call
+    /// it before [`FlowCtl::probe_sent`].
+    pub fn probe_spacing_us(&self, k: &Knobs, c: &Conn) -> u16 {
+        if k.rcv_count_scaled == 0 {
+            return 0;
+        }
+        let mut ns = self.probe_interval_ns(k, c.srtt_us);
+        if self.last_probe_ns != 0 {
+            ns = ns.max(c.now_ns.saturating_sub(self.last_probe_ns));
+        }
+        u16::try_from(ns.div_ceil(1000)).unwrap_or(u16::MAX).max(1)
+    }
+
     /// A probe left at `now_ns`; returns its sequence number (the nonce
     /// slot).
     pub fn probe_sent(&mut self, now_ns: u64) -> u32 {

@@ -247,6 +247,8 @@ macro_rules! knob_table {
                 "with wai_path 1, 1: a flow's W_ai is scaled by (F/Wc)^2, F its fair share of the path's BDP, min(B_j)*T/N, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
             rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
+            rcv_count_scaled: 1, Range::FLAG,
+                "1: a probe carries its sender's probe spacing, and the receiver counts for it over the shortest of rcv_count_us/8^k (k < 4, at least 10 us) that spans two spacings, so that flows that left are forgotten within a few RTTs; 0: no spacing, the count is over rcv_count_us";
             base_rtt_us: 0, Range::span(0, MAX_US),
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
             probe_interval_us: 0, Range::span(0, MAX_US),
@@ -491,15 +493,19 @@ impl Knobs {
     ///   VM's 100 Mbit/s path; in the 100 Gbit/s fabric they cost flows over
     ///   1 MB a sixth of their rate (docs/results.md);
     /// - every flow adds the same W_ai (`wai_fair` 0), the authors' AI:
-    ///   the fair-share scaling is measured on the VM's path only.
+    ///   the fair-share scaling is measured on the VM's path only;
+    /// - the receiver counts over `rcv_count_us` for every probe
+    ///   (`rcv_count_scaled` 0): the windows fit to each probe's spacing
+    ///   are measured on the VM's path only.
     ///
     /// The kernel loads it as `init_window_bytes=125000 max_stage=0
-    /// wai_fair=0 max_increase_pct=0`.
+    /// wai_fair=0 rcv_count_scaled=0 max_increase_pct=0`.
     pub const DATACENTER: Self = Self {
         init_window_bytes: INIT_BYTES_DATACENTER,
         max_stage: 0,
         max_increase_pct: 0,
         wai_fair: 0,
+        rcv_count_scaled: 0,
         ..Self::DEFAULT
     };
 
@@ -631,7 +637,7 @@ mod tests {
             .filter(|(a, b)| a != b)
             .map(|(a, _)| a)
             .collect();
-        assert_eq!(diff, [("init_window_bytes", 125_000), ("max_stage", 0), ("wai_fair", 0), ("max_increase_pct", 0)]);
+        assert_eq!(diff, [("init_window_bytes", 125_000), ("max_stage", 0), ("wai_fair", 0), ("rcv_count_scaled", 0), ("max_increase_pct", 0)]);
         assert_eq!(u64::from(INIT_BYTES_DATACENTER), 100_000_000_000u64 / 8 * 10 / 1_000_000);
         let args: std::vec::Vec<_> = diff.iter().map(|(k, v)| std::format!("{k}={v}")).collect();
         let line = std::format!("modprobe tcp_hpcc {}", args.join(" "));

@@ -480,9 +480,18 @@ pub fn admit_int(int: &[u8], max_hops: u32) -> Result<(), IntReject> {
 }
 
 /// A fresh probe for the flow `t` (sender to receiver) with an empty INT
-/// stack, at the start of `out`; returns its length.
-pub fn build_probe(out: &mut [u8; MAX_PACKET_LEN], t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
-    build(out, Kind::Probe, t, dscp, nonce, snd_nxt, &[0; INT_LEN])
+/// stack but for the flow's probe spacing `spacing_us`
+/// ([`wire::PROBE_SPACING_OFF`]; 0: not said), at the start of `out`;
+/// returns its length.
+pub fn build_probe(out: &mut [u8; MAX_PACKET_LEN], t: &Tuple, dscp: u8, nonce: u32, snd_nxt: u32, spacing_us: u16) -> usize {
+    let mut int = [0u8; INT_LEN];
+    wire::set_probe_spacing_us(&mut int, spacing_us);
+    build(out, Kind::Probe, t, dscp, nonce, snd_nxt, &int)
+}
+
+/// The probe spacing probe `p` carries, us (0: not said).
+pub fn spacing_us(p: &Packet<'_>) -> u16 {
+    wire::probe_spacing_us(p.int)
 }
 
 /// The response to probe `p`: reversed tuple, response DSCP, the probe's
@@ -512,14 +521,14 @@ mod tests {
 
     fn probe() -> [u8; PACKET_LEN] {
         let mut b = [0; MAX_PACKET_LEN];
-        assert_eq!(build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345), PACKET_LEN);
+        assert_eq!(build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345, 0), PACKET_LEN);
         assert!(b[PACKET_LEN..].iter().all(|&x| x == 0));
         b[..PACKET_LEN].try_into().unwrap()
     }
 
     fn probe6() -> [u8; PACKET6_LEN] {
         let mut b = [0; MAX_PACKET_LEN];
-        assert_eq!(build_probe(&mut b, &T6, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345), PACKET6_LEN);
+        assert_eq!(build_probe(&mut b, &T6, DSCP_PROBE_DEFAULT, 0xdead_beef, 12345, 0), PACKET6_LEN);
         b
     }
 
@@ -546,8 +555,25 @@ mod tests {
         assert_eq!(p.tuple, T);
         assert_eq!((p.nonce, p.snd_nxt), (0xdead_beef, 12345));
         assert_eq!(p.int, &[0u8; INT_LEN][..]);
+        assert_eq!(spacing_us(&p), 0, "no spacing said");
         // The TCP checksum is never valid.
         assert!(!tcp_checksum_ok(&T.saddr, &T.daddr, &b[20..]));
+    }
+
+    #[test]
+    fn a_probe_carries_its_spacing_and_its_response_the_count() {
+        let mut b = [0; MAX_PACKET_LEN];
+        assert_eq!(build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 7, 8, 2_200), PACKET_LEN);
+        let p = classify(&b[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        assert_eq!(spacing_us(&p), 2_200);
+        // An empty stack otherwise: no hop, path 0.
+        assert_eq!(wire::parse(p.int).map(|s| (s.n_hops, s.path_id)), Ok((0, 0)));
+        assert!(p.int[..wire::PROBE_SPACING_OFF].iter().chain(&p.int[wire::PROBE_SPACING_OFF + 2..]).all(|&x| x == 0));
+        // The response carries the count in its place.
+        let mut r = [0; MAX_PACKET_LEN];
+        build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 3);
+        let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+        assert_eq!(wire::rcv_flows(q.int), 3);
     }
 
     #[test]
@@ -736,7 +762,7 @@ mod tests {
                 Tuple { sport: (r >> 16) as u16, dport: (r >> 32) as u16, ..T6 }
             };
             let mut b = [0; MAX_PACKET_LEN];
-            let len = build_probe(&mut b, &t, DSCP_PROBE_DEFAULT, rnd() as u32, rnd() as u32);
+            let len = build_probe(&mut b, &t, DSCP_PROBE_DEFAULT, rnd() as u32, rnd() as u32, rnd() as u16);
             let l4 = len - TCP_HDR_LEN - PAYLOAD_LEN;
             assert!(!tcp_checksum_ok(&t.saddr, &t.daddr, &b[l4..len]), "probe {i}");
             let mut z = b;

@@ -4,23 +4,37 @@
 //! Each response carries it (`wire::RCV_FLOWS_OFF`); a sender with
 //! `wai_path` 1 sizes W_ai by it (`control::path_wai_bytes`).
 //!
-//! One per network namespace: two bitmaps of [`BITS`] bits, one per
-//! window of `rcv_count_us` (epoch `now / window`); a probe's flow sets
-//! bit `hash % BITS` in its epoch's map, and the count is the population
-//! of the current and the previous epoch's maps together, so a flow that
-//! probes at least once per window is counted, and one that stopped is
-//! forgotten after one to two windows. The window must cover the senders'
-//! probe interval (their smoothed RTT): a flow that probes less often is
-//! missed in some windows. Collisions are corrected as linear counting
-//! does (`-m·ln(1 - bits/m)`, to third order: within 2% of it up to 2,000
-//! flows); the standard error is below 1% up to 200 flows.
+//! One per network namespace, at [`SCALES`] time scales: the windows are
+//! `rcv_count_us` and its eighths, sixty-fourths, ... (at least
+//! [`MIN_WINDOW_NS`]). At each scale, two bitmaps of [`BITS`] bits, one per
+//! window (epoch `now / window`); a probe's flow sets bit `hash % BITS` in
+//! its epoch's map at every scale, and a count is the population of the
+//! current and the previous epoch's maps of one scale together, so a flow
+//! that probes at least once per window is counted, and one that stopped
+//! is forgotten after one to two windows. The window must cover the
+//! senders' probe interval (their smoothed RTT): a flow that probes less
+//! often is missed in some windows. Collisions are corrected as linear
+//! counting does (`-m·ln(1 - bits/m)`, to third order: within 2% of it up
+//! to 2,000 flows); the standard error is below 1% up to 200 flows.
 //!
-//! Lock-free and allocation-free: a probe costs one atomic OR and a
-//! population count of 128 words. The CPU that moves the epoch empties the
-//! map it reuses and then tags it with the new epoch; until then readers
-//! skip it. A bit another CPU sets into that map just before it is emptied
-//! is lost until the flow's next probe (a count low by one for a window at
-//! worst).
+//! Which scale answers a probe: a probe may carry its sender's probe
+//! spacing (`wire::PROBE_SPACING_OFF`, `rcv_count_scaled`); the count is
+//! then over the shortest window that spans two spacings ([`scale_for`]),
+//! else over `rcv_count_us`. Why: a window fixed for the slowest sender
+//! counts every flow of the last 100-200 ms, and where short flows come
+//! and go that is several times the flows present: in the VM's flow
+//! completion mix (one bulk flow and one short flow at a time, a 2 ms RTT)
+//! the responses said 4-6, so each flow took its fair share and its W_ai
+//! as a third of what they were. A spacing from the wire only chooses
+//! which of the receiver's own counts answers that probe; it cannot
+//! change what any other flow reads.
+//!
+//! Lock-free and allocation-free: a probe costs one atomic OR per scale
+//! and a population count of 128 words. The CPU that moves a scale's epoch
+//! empties the map it reuses and then tags it with the new epoch; until
+//! then readers skip it. A bit another CPU sets into that map just before
+//! it is emptied is lost until the flow's next probe (a count low by one
+//! for a window at worst).
 
 use core::sync::atomic::{AtomicU64, Ordering::*};
 
@@ -28,19 +42,76 @@ use core::sync::atomic::{AtomicU64, Ordering::*};
 pub const BITS: usize = 4096;
 const WORDS: usize = BITS / 64;
 
-/// The count's state (all-zero is a valid empty one).
+/// Time scales: windows of `rcv_count_us` divided by 1, 8, 64 and 512.
+pub const SCALES: usize = 4;
+/// Each scale's window is the one before divided by 2^this.
+pub const SCALE_SHIFT: u32 = 3;
+/// The shortest window of any scale, ns.
+pub const MIN_WINDOW_NS: u64 = 10_000;
+/// A scale answers a probe if its window spans this many of the probe's
+/// spacings: a flow's next probe then lands in the current or the
+/// previous window even when its spacing varies by half.
+pub const SPACINGS_PER_WINDOW: u64 = 2;
+
+/// The window of scale `s` for the base window `window_ns`.
+pub fn scale_window_ns(window_ns: u64, s: usize) -> u64 {
+    let shift = SCALE_SHIFT.saturating_mul(s as u32);
+    window_ns.checked_shr(shift).unwrap_or(0).max(MIN_WINDOW_NS).min(window_ns.max(1))
+}
+
+/// The scale that counts for a probe whose sender probes every
+/// `spacing_us` (0: not said): the shortest window of at least
+/// [`SPACINGS_PER_WINDOW`] spacings; the base window (scale 0) if none is
+/// that short, or the spacing is not said.
+pub fn scale_for(window_ns: u64, spacing_us: u16) -> usize {
+    if spacing_us == 0 {
+        return 0;
+    }
+    let need = u64::from(spacing_us).saturating_mul(1000).saturating_mul(SPACINGS_PER_WINDOW);
+    (0..SCALES).rev().find(|&s| scale_window_ns(window_ns, s) >= need).unwrap_or(0)
+}
+
+/// The count's state at every scale (all-zero is a valid empty one).
 pub struct FlowCount {
-    /// The newest epoch (`now / window`) a probe was recorded in.
-    epoch: AtomicU64,
-    /// The epoch each map holds: map `e & 1` holds epoch `e`.
-    tags: [AtomicU64; 2],
-    maps: [[AtomicU64; WORDS]; 2],
+    scales: [Scale; SCALES],
 }
 
 impl Default for FlowCount {
     fn default() -> Self {
         Self::new()
     }
+}
+
+impl FlowCount {
+    /// An empty count.
+    pub const fn new() -> Self {
+        Self { scales: [Scale::new(), Scale::new(), Scale::new(), Scale::new()] }
+    }
+
+    /// The flows counted at `now_ns` with the flow of `hash` among them,
+    /// for a probe whose sender probes every `spacing_us` (0: not said;
+    /// [`scale_for`]); `window_ns` (> 0) is `rcv_count_us`. Read-only:
+    /// see [`FlowCount::insert`].
+    pub fn count_with(&self, now_ns: u64, window_ns: u64, spacing_us: u16, hash: u32) -> u16 {
+        let s = scale_for(window_ns, spacing_us);
+        self.scales.get(s).map_or(0, |c| c.count_with(now_ns, scale_window_ns(window_ns, s), hash))
+    }
+
+    /// Records a probe of the flow of `hash` at `now_ns` at every scale.
+    pub fn insert(&self, now_ns: u64, window_ns: u64, hash: u32) {
+        for (s, c) in self.scales.iter().enumerate() {
+            c.insert(now_ns, scale_window_ns(window_ns, s), hash);
+        }
+    }
+}
+
+/// One scale's state (all-zero is a valid empty one).
+struct Scale {
+    /// The newest epoch (`now / window`) a probe was recorded in.
+    epoch: AtomicU64,
+    /// The epoch each map holds: map `e & 1` holds epoch `e`.
+    tags: [AtomicU64; 2],
+    maps: [[AtomicU64; WORDS]; 2],
 }
 
 /// The flows behind a population of `bits` set bits: linear counting's
@@ -57,13 +128,13 @@ fn bit_of(hash: u32) -> (usize, u64) {
     ((hash as usize / 64) % WORDS, 1u64 << (hash % 64))
 }
 
-impl FlowCount {
-    /// An empty count.
+impl Scale {
+    /// An empty scale.
     // Array repeats of a `const` item: each element is a fresh atomic (the
     // idiom before inline `const` blocks, which the kernel's minimum Rust
     // predates).
     #[allow(clippy::declare_interior_mutable_const)]
-    pub const fn new() -> Self {
+    const fn new() -> Self {
         const Z: AtomicU64 = AtomicU64::new(0);
         const M: [AtomicU64; WORDS] = [Z; WORDS];
         Self { epoch: AtomicU64::new(0), tags: [Z; 2], maps: [M; 2] }
@@ -80,8 +151,8 @@ impl FlowCount {
 
     /// The flows counted at `now_ns` with the flow of `hash` among them
     /// (`window_ns` > 0): the maps of this epoch and the one before.
-    /// Read-only: see [`FlowCount::insert`].
-    pub fn count_with(&self, now_ns: u64, window_ns: u64, hash: u32) -> u16 {
+    /// Read-only: see [`Scale::insert`].
+    fn count_with(&self, now_ns: u64, window_ns: u64, hash: u32) -> u16 {
         let e = now_ns / window_ns.max(1);
         // A map still tagged with an older epoch is stale, or being
         // emptied for reuse: not counted.
@@ -101,7 +172,7 @@ impl FlowCount {
     }
 
     /// Records a probe of the flow of `hash` at `now_ns`.
-    pub fn insert(&self, now_ns: u64, window_ns: u64, hash: u32) {
+    fn insert(&self, now_ns: u64, window_ns: u64, hash: u32) {
         let e = now_ns / window_ns.max(1);
         let seen = self.epoch.load(Acquire);
         if e > seen && self.epoch.compare_exchange(seen, e, AcqRel, Acquire).is_ok() {
@@ -135,7 +206,7 @@ mod tests {
 
     #[test]
     fn counts_flows_of_the_last_one_or_two_windows() {
-        let c = FlowCount::new();
+        let c = Scale::new();
         let t0 = 5 * W;
         for i in 0..4 {
             c.insert(t0 + u64::from(i), W, hash(i));
@@ -158,7 +229,7 @@ mod tests {
     #[test]
     fn many_flows_are_counted_within_two_standard_errors() {
         for n in [1u32, 4, 16, 64, 300, 1000, 2000] {
-            let c = FlowCount::new();
+            let c = Scale::new();
             for i in 0..n {
                 c.insert(W + u64::from(i), W, hash(i + 1000 * n));
             }
@@ -172,7 +243,7 @@ mod tests {
 
     #[test]
     fn a_map_being_reused_is_not_counted() {
-        let c = FlowCount::new();
+        let c = Scale::new();
         c.insert(4 * W, W, hash(1));
         c.insert(5 * W, W, hash(2));
         // Epoch 6 began on another CPU, which has not emptied map 0 (still
@@ -184,8 +255,70 @@ mod tests {
     }
 
     #[test]
-    fn a_late_clock_counts_in_the_newest_window() {
+    fn scales_fit_the_probes_spacing() {
+        const BASE: u64 = 100_000_000;
+        assert_eq!(core::array::from_fn::<u64, SCALES, _>(|s| scale_window_ns(BASE, s)), [BASE, 12_500_000, 1_562_500, 195_312]);
+        // Not said: the base window, as before probes carried a spacing.
+        assert_eq!(scale_for(BASE, 0), 0);
+        // The VM's 2 ms path (smoothed RTT 2.2 ms): 12.5 ms windows.
+        assert_eq!(scale_for(BASE, 2_200), 1);
+        // A 10 us datacenter path: 195 us, about 20 RTTs.
+        assert_eq!(scale_for(BASE, 12), 3);
+        // A spacing longer than half the base window: the base window.
+        assert_eq!(scale_for(BASE, u16::MAX), 0);
+        assert_eq!(scale_for(BASE, 50_000), 0);
+        assert_eq!(scale_for(BASE, 6_250), 1);
+        assert_eq!(scale_for(BASE, 6_251), 0);
+        // The shortest window is MIN_WINDOW_NS, and none exceeds the base.
+        assert_eq!(core::array::from_fn::<u64, SCALES, _>(|s| scale_window_ns(100_000, s)), [100_000, 12_500, 10_000, 10_000]);
+        assert_eq!(scale_window_ns(5_000, 3), 5_000);
+        assert_eq!(scale_window_ns(0, 0), 1);
+    }
+
+    /// The flow completion mix as the receiver sees it: a bulk flow that
+    /// probes every 2.2 ms and short flows one after another, each 10 ms
+    /// long with 10 ms between them. The base window counts the short
+    /// flows of the last 100-200 ms; the bulk flow's own scale, those of
+    /// the last 12.5-25 ms.
+    #[test]
+    fn flows_that_left_are_forgotten_at_the_probes_scale() {
+        const BASE: u64 = 100_000_000;
+        const SPACING_US: u16 = 2_200;
         let c = FlowCount::new();
+        let bulk = hash(0);
+        let (mut worst_base, mut worst_scaled) = (0, 0);
+        let mut t = 0u64;
+        while t < 1_000_000_000 {
+            c.insert(t, BASE, bulk);
+            // The short flow of this 20 ms period, if one runs now.
+            let (k, phase) = (t / 20_000_000, t % 20_000_000);
+            if phase < 10_000_000 {
+                c.insert(t + 1, BASE, hash(1 + k as u32));
+            }
+            if t > 300_000_000 {
+                worst_base = worst_base.max(c.count_with(t + 2, BASE, 0, bulk));
+                worst_scaled = worst_scaled.max(c.count_with(t + 2, BASE, SPACING_US, bulk));
+            }
+            t += u64::from(SPACING_US) * 1000;
+        }
+        // Two flows at a time: at most the bulk flow, the current short
+        // flow and the one before it at the probe's scale.
+        assert!(worst_scaled <= 3, "scaled: {worst_scaled}");
+        assert!(worst_base >= 6, "base: {worst_base}");
+    }
+
+    #[test]
+    fn every_scale_counts_a_probe() {
+        let c = FlowCount::new();
+        c.insert(1_000_000_000, W, hash(5));
+        for spacing in [0u16, 1, 100, 1_000, 5_000] {
+            assert_eq!(c.count_with(1_000_000_001, W, spacing, hash(6)), 2, "spacing {spacing}");
+        }
+    }
+
+    #[test]
+    fn a_late_clock_counts_in_the_newest_window() {
+        let c = Scale::new();
         c.insert(3 * W, W, hash(1));
         // A CPU whose clock reads an earlier window.
         c.insert(2 * W + 5, W, hash(2));

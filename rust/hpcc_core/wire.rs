@@ -205,9 +205,27 @@ impl IntStack {
 /// Offset of the receiver's flow count in the header (the drafts'
 /// padding, a big-endian `u16`): a response carries the number of hpcc
 /// flows whose probes its receiver answered recently, the N of the
-/// drafts' receiver-based W_ai (section 6.3.2); 0 = not counted. Probes
-/// leave it 0 and switches leave it alone.
+/// drafts' receiver-based W_ai (section 6.3.2); 0 = not counted. A probe
+/// carries its sender's probe spacing there ([`PROBE_SPACING_OFF`]).
+/// Switches leave it alone.
 pub const RCV_FLOWS_OFF: usize = 2;
+
+/// Offset of the sender's probe spacing in a probe's header, the same
+/// field as a response's flow count: microseconds between the flow's
+/// probes, at most `u16::MAX`; 0 = not said. The receiver counts the
+/// flows for that probe over windows fit to it
+/// (`rcvcount::scale_for`), and overwrites it with the count.
+pub const PROBE_SPACING_OFF: usize = RCV_FLOWS_OFF;
+
+/// The probe spacing a probe's INT stack carries, us (0: not said).
+pub fn probe_spacing_us(buf: &[u8]) -> u16 {
+    rcv_flows(buf)
+}
+
+/// Writes the sender's probe spacing into a probe's INT stack.
+pub fn set_probe_spacing_us(buf: &mut [u8], us: u16) {
+    set_rcv_flows(buf, us)
+}
 
 /// The receiver's flow count a response's INT stack carries (0: none).
 pub fn rcv_flows(buf: &[u8]) -> u16 {

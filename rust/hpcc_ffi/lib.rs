@@ -424,6 +424,19 @@ pub unsafe extern "C" fn hpcc_flow_probe_due(f: *const FlowCtl, k: *const Knobs,
     c_int::from(f.probe_due(k, c))
 }
 
+/// The probe spacing a probe sent now carries, us (0: none); call it
+/// before [`hpcc_flow_probe_sent`].
+///
+/// # Safety
+///
+/// As [`hpcc_flow_probe_at_tx_start`].
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_flow_probe_spacing_us(f: *const FlowCtl, k: *const Knobs, c: *const Conn) -> u16 {
+    // SAFETY: caller contract.
+    let (Some(f), Some(k), Some(c)) = (unsafe { get(f) }, unsafe { get(k) }, unsafe { get(c) }) else { return 0 };
+    f.probe_spacing_us(k, c)
+}
+
 /// A probe left at `now_ns`: its sequence number (the nonce slot).
 ///
 /// # Safety
@@ -564,15 +577,23 @@ pub unsafe extern "C" fn hpcc_rcvcount_insert(r: *const FlowCount, now_ns: u64, 
     }
 }
 
-/// The flows counted at `now_ns` with the flow of `hash` among them.
+/// The flows counted at `now_ns` with the flow of `hash` among them, for
+/// a probe that says its sender probes every `spacing_us`
+/// ([`hpcc_packet_spacing_us`]; 0: not said).
 ///
 /// # Safety
 ///
 /// `r` null or from [`hpcc_rcvcount_new`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_rcvcount_count_with(r: *const FlowCount, now_ns: u64, window_ns: u64, hash: u32) -> u16 {
+pub unsafe extern "C" fn hpcc_rcvcount_count_with(
+    r: *const FlowCount,
+    now_ns: u64,
+    window_ns: u64,
+    spacing_us: u16,
+    hash: u32,
+) -> u16 {
     // SAFETY: caller contract.
-    unsafe { get(r) }.map_or(0, |r| r.count_with(now_ns, window_ns, hash))
+    unsafe { get(r) }.map_or(0, |r| r.count_with(now_ns, window_ns, spacing_us, hash))
 }
 
 /// Frees a flow count (NULL: nothing).
@@ -594,12 +615,34 @@ pub unsafe extern "C" fn hpcc_rcvcount_free(r: *mut FlowCount) {
 ///
 /// `out` null or `HPCC_FFI_MAX_PACKET_LEN` writable bytes; `t` null or valid.
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_build_probe(out: *mut u8, t: *const Tuple, dscp: u8, nonce: u32, snd_nxt: u32) -> usize {
+pub unsafe extern "C" fn hpcc_build_probe(
+    out: *mut u8,
+    t: *const Tuple,
+    dscp: u8,
+    nonce: u32,
+    snd_nxt: u32,
+    spacing_us: u16,
+) -> usize {
     // SAFETY: caller contract.
     let (Some(out), Some(t)) = (unsafe { get_mut(out.cast::<[u8; MAX_PACKET_LEN]>()) }, unsafe { get(t) }) else {
         return 0;
     };
-    probe::build_probe(out, t, dscp, nonce, snd_nxt)
+    probe::build_probe(out, t, dscp, nonce, snd_nxt, spacing_us)
+}
+
+/// The probe spacing a classified probe says, us (0: not said, or not a
+/// probe).
+///
+/// # Safety
+///
+/// `p` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hpcc_packet_spacing_us(p: *const HpccPacket) -> u16 {
+    // SAFETY: caller contract.
+    match unsafe { get(p) } {
+        Some(p) if p.kind == 0 => hpcc_core::wire::probe_spacing_us(&p.int_stack),
+        _ => 0,
+    }
 }
 
 /// Classifies the `len` bytes at `buf` (from the IP header on) as the

@@ -191,9 +191,10 @@ fn probe(tp: &TcpSock<'_>, flow: &FlowObj, ctl: &mut FlowCtl, k: &Knobs, c: &Con
     }
     let nonce = probe_tx::random_u32();
     let snd_nxt = tp.snd_nxt();
+    let spacing_us = ctl.probe_spacing_us(k, c);
     let slot = ctl.probe_sent(now);
     flow.nonces.record(slot as usize, nonce, snd_nxt, now);
-    probe_tx::send_probe(tp, &tuple, nonce, snd_nxt);
+    probe_tx::send_probe(tp, &tuple, nonce, snd_nxt, spacing_us);
     cr::PROBED
 }
 

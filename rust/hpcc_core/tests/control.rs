@@ -283,6 +283,29 @@ fn probes_every_interval_with_data_in_flight() {
     assert!(f.probe_due(&k2, &Conn { now_ns: c.now_ns + 200_000, ..c }));
 }
 
+#[test]
+fn a_probe_says_how_far_apart_its_flows_probes_are() {
+    let k = Knobs::DEFAULT;
+    let c = conn(10_000_000, 40);
+    let mut f = FlowCtl::new(&k, &c).unwrap();
+    let srtt_us = u64::from(c.srtt_us);
+    // The first probe: one interval (srtt, at least T).
+    assert_eq!(u64::from(f.probe_spacing_us(&k, &c)), srtt_us.max(1_000));
+    f.probe_sent(c.now_ns);
+    // A probe held back (the budget, or no data to send): the time since
+    // the last one.
+    let late = Conn { now_ns: c.now_ns + 7_000_123, ..c };
+    assert_eq!(f.probe_spacing_us(&k, &late), 7_001);
+    // Beyond u16 microseconds: the most the field says.
+    assert_eq!(f.probe_spacing_us(&k, &Conn { now_ns: c.now_ns + 1_000_000_000, ..c }), u16::MAX);
+    // A tiny interval still says at least 1 us; the knob off says none.
+    let k1 = Knobs { probe_interval_us: 0, probe_min_interval_us: 0, ..k };
+    let fast = Conn { srtt_us: 0, min_rtt_us: 0, ..c };
+    let g = FlowCtl::new(&k1, &fast).unwrap();
+    assert!(g.probe_spacing_us(&k1, &fast) >= 1);
+    assert_eq!(f.probe_spacing_us(&Knobs { rcv_count_scaled: 0, ..k }, &late), 0);
+}
+
 /// Drives a flow with two samples of an idle path then a loaded one and
 /// returns the controller state and the decisions.
 #[test]

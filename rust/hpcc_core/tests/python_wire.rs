@@ -31,7 +31,7 @@ fn probes_and_responses_match_the_core() {
     v6.daddr = "fd00:2::1".parse::<std::net::Ipv6Addr>().unwrap().octets();
     for (t, src, dst) in [(v4, "10.0.1.1", "10.0.2.1"), (v6, "fd00:1::1", "fd00:2::1")] {
         let mut b = [0u8; MAX_PACKET_LEN];
-        let n = build_probe(&mut b, &t, 11, 0xdead_beef, 123_456);
+        let n = build_probe(&mut b, &t, 11, 0xdead_beef, 123_456, 0);
         let Some(p) = py(&["packet", "probe", src, dst, "40000", "5201", "11", "0xdeadbeef", "123456"]) else {
             return;
         };

@@ -152,10 +152,11 @@ fn expected() -> Vec<String> {
     out.push(format!("wants {} {}", u8::from(s.wants_flow_on_ack(&k, &c)), u8::from(s.wants_flow_on_tx_start(&k, &c))));
     let mut f = FlowCtl::new(&k, &c).unwrap();
     out.push(format!("flow 1 {} {}", u8::from(f.probe_at_tx_start(&k, &c)), u8::from(f.probe_due(&k, &c))));
+    let spacing = f.probe_spacing_us(&k, &c);
     let slot = f.probe_sent(c.now_ns);
     let t = hpcc_core::probe::Tuple::v4([10, 0, 1, 1], [10, 0, 2, 1], 40000, 5201);
     let len = t.packet_len();
-    out.push(format!("probe {len} 1"));
+    out.push(format!("probe {len} 1 {spacing} {spacing}"));
     out.push(format!("classified 0 {} 777 40000 5201", 0xabcd_0000u32 + slot));
     out.push(format!("response {len} 1 1 1"));
     out.push("nonces 0 1 1 0 1 2".into());

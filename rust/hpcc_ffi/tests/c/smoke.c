@@ -50,11 +50,12 @@ int main(void)
 	struct hpcc_tuple t = { .saddr = { [10] = 0xff, [11] = 0xff, 10, 0, 1, 1 },
 				.daddr = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 1 }, .sport = 40000, .dport = 5201 };
 	uint8_t pkt[HPCC_FFI_MAX_PACKET_LEN], resp[HPCC_FFI_MAX_PACKET_LEN];
+	uint16_t spacing = hpcc_flow_probe_spacing_us(f, k, &c);
 	uint32_t slot = hpcc_flow_probe_sent(f, c.now_ns);
-	size_t n = hpcc_build_probe(pkt, &t, 11, 0xabcd0000u + slot, 777);
+	size_t n = hpcc_build_probe(pkt, &t, 11, 0xabcd0000u + slot, 777, spacing);
 	struct hpcc_packet p;
 	rc = hpcc_classify(pkt, n, 11, 15, &p);
-	P("probe %zu %d\n", n, rc);
+	P("probe %zu %d %u %u\n", n, rc, spacing, hpcc_packet_spacing_us(&p));
 	P("classified %u %u %u %u %u\n", p.kind, p.nonce, p.snd_nxt, p.tuple.sport, p.tuple.dport);
 
 	/* A 100G switch stamps it (rate code 8), then the receiver answers. */
@@ -62,7 +63,7 @@ int main(void)
 	put_hop(p.int_stack, 0, 8, 500000, 1000, 10);
 	struct hpcc_rcvcount *cnt = hpcc_rcvcount_new();
 	hpcc_rcvcount_insert(cnt, c.now_ns, 100000000, 0x1234);
-	uint16_t flows = hpcc_rcvcount_count_with(cnt, c.now_ns, 100000000, 0x1234);
+	uint16_t flows = hpcc_rcvcount_count_with(cnt, c.now_ns, 100000000, hpcc_packet_spacing_us(&p), 0x1234);
 	size_t m = hpcc_build_response(resp, &p, 15, flows);
 	struct hpcc_packet r;
 	rc = hpcc_classify(resp, m, 11, 15, &r);
@@ -101,7 +102,7 @@ int main(void)
 	P("ssthresh %u undo %u\n", ss, hpcc_sock_undo_cwnd(&s, 1));
 	hpcc_sock_flow_refused(&s, c.now_ns);
 	P("after refused %d\n", hpcc_sock_wants_flow_on_ack(&s, k, &c));
-	P("nulls %d %zu %d\n", hpcc_knobs_validate(NULL), hpcc_build_probe(NULL, &t, 11, 1, 1),
+	P("nulls %d %zu %d\n", hpcc_knobs_validate(NULL), hpcc_build_probe(NULL, &t, 11, 1, 1, 0),
 	  hpcc_classify(NULL, 0, 11, 15, &p));
 
 	/* SFC: a switch's signal, refused while SFC is off, then from two
