@@ -181,7 +181,8 @@ int hpcc_budget_take_response(const struct hpcc_budget *b, const struct hpcc_kno
 void hpcc_budget_free(struct hpcc_budget *b);
 
 struct hpcc_rcvcount *hpcc_rcvcount_new(void);
-void hpcc_rcvcount_insert(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns, uint32_t hash);
+void hpcc_rcvcount_insert(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns, uint16_t spacing_us,
+			  uint32_t hash);
 uint16_t hpcc_rcvcount_count_with(const struct hpcc_rcvcount *r, uint64_t now_ns, uint64_t window_ns,
 				  uint16_t spacing_us, uint32_t hash);
 void hpcc_rcvcount_free(struct hpcc_rcvcount *r);

@@ -51,10 +51,10 @@
 #define HPCC_INT_HOP_LEN	8	/* one record per hop */
 #define HPCC_INT_MAX_HOPS	8	/* records a stack may carry */
 #define HPCC_INT_MAX_LEN	68	/* HDR_LEN + MAX_HOPS * HOP_LEN */
-/* The header's padding, a big-endian u16: in a probe, microseconds between
- * its flow's probes (0: not said); in a response, the number of hpcc flows
- * whose probes the receiver answered recently (0: not counted). Switches
- * leave it alone. */
+/* The header's padding, a big-endian u16: in a probe, 0x8000 plus the
+ * microseconds between its flow's probes (0: not said); in a response, the
+ * number of hpcc flows whose probes the receiver answered recently, below
+ * 0x8000 (0: not counted). Switches leave it alone. */
 #define HPCC_INT_RCV_FLOWS_OFF	2
 
 /* First 16-bit word (host order after ntohs) */
@@ -192,7 +192,9 @@ static inline void hpcc_int_hop_pack(struct hpcc_int_hop *h, __u32 rate,
 	p[7] = (__u8)qlen_units;
 }
 
-/* Fills the stack header (network order): nHop and pathID, zero padding. */
+/* Fills the stack header (network order): nHop and pathID, zero padding.
+ * A switch stamping a probe stores only the first two bytes: the padding
+ * carries the probe's spacing (HPCC_INT_RCV_FLOWS_OFF). */
 static inline void hpcc_int_hdr_pack(struct hpcc_int_hdr *hdr, __u32 nhop,
 				     __u32 path_id)
 {

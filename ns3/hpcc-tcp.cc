@@ -476,7 +476,7 @@ HpccHost::OnProbe(const struct hpcc_packet& pkt, uint64_t now)
     st.responses_sent++;
     if (w)
     {
-        hpcc_rcvcount_insert(m_rcv, now, w, hash);
+        hpcc_rcvcount_insert(m_rcv, now, w, hpcc_packet_spacing_us(&pkt), hash);
     }
 }
 

@@ -5,7 +5,8 @@
 //! paused flows at egress.
 //!
 //! * **Sender**: [`send_probe`] emits a small probe for a flow (its own
-//!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an empty INT stack)
+//!   4-tuple, the probe DSCP, a nonce and `snd_nxt`, an INT stack empty
+//!   but for the flow's probe spacing in its header's padding)
 //!   as its own skb, outside TCP: no TSO, no sequence space.
 //! * **Receiver**: a netfilter `LOCAL_IN` hook (IPv4 and IPv6), registered
 //!   in every network namespace, consumes probes before TCP sees them and
@@ -215,7 +216,7 @@ fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
         }
     });
     if sent.is_ok() && window_ns != 0 {
-        net.state().rcv_flows.insert(now, window_ns, hash);
+        net.state().rcv_flows.insert(now, window_ns, probe::spacing_us(p), hash);
     }
     inc(net, match sent {
         Ok(()) => Counter::ResponsesSent,

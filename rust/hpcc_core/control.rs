@@ -667,20 +667,21 @@ impl FlowCtl {
     }
 
     /// The probe spacing a probe sent now carries (`rcv_count_scaled` 1;
-    /// else 0, not said): the probe interval, or the time since the last
-    /// probe if longer (a budget that holds probes spaces them further),
-    /// in us, 1 to `u16::MAX`. The receiver counts flows for this probe
-    /// over windows of at least two of it (`rcvcount::scale_for`). Call
-    /// it before [`FlowCtl::probe_sent`].
+    /// else 0, not said): the probe interval, or, if the budget held this
+    /// probe, the time since the last one if longer; in us, 1 to
+    /// `wire::MAX_PROBE_SPACING_US`. The receiver counts flows for this
+    /// probe over windows of at least two of it (`rcvcount::scale_for`).
+    /// A flow that was idle says its interval: its pause says nothing of
+    /// how often the others probe. Call it before [`FlowCtl::probe_sent`].
     pub fn probe_spacing_us(&self, k: &Knobs, c: &Conn) -> u16 {
         if k.rcv_count_scaled == 0 {
             return 0;
         }
         let mut ns = self.probe_interval_ns(k, c.srtt_us);
-        if self.last_probe_ns != 0 {
+        if self.held && self.last_probe_ns != 0 {
             ns = ns.max(c.now_ns.saturating_sub(self.last_probe_ns));
         }
-        u16::try_from(ns.div_ceil(1000)).unwrap_or(u16::MAX).max(1)
+        u16::try_from(ns.div_ceil(1000)).unwrap_or(u16::MAX).max(1).min(wire::MAX_PROBE_SPACING_US)
     }
 
     /// A probe left at `now_ns`; returns its sequence number (the nonce

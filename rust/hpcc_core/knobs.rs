@@ -246,9 +246,9 @@ macro_rules! knob_table {
             wai_fair: 1, Range::FLAG,
                 "with wai_path 1, 1: a flow's W_ai is scaled by (F/Wc)^2, F its fair share of the path's BDP, min(B_j)*T/N, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
             rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
-                "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed) and reports the count in responses; 0 = no count";
+                "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed), or of shorter ones (rcv_count_scaled), and reports the count in responses; 0 = no count";
             rcv_count_scaled: 1, Range::FLAG,
-                "1: a probe carries its sender's probe spacing, and the receiver counts for it over the shortest of rcv_count_us/8^k (k < 4, at least 10 us) that spans two spacings, so that flows that left are forgotten within a few RTTs; 0: no spacing, the count is over rcv_count_us";
+                "sender: 1: probes say the flow's probe spacing, and a receiver counts for each over the shortest of rcv_count_us/8^k (k < 4, at least 10 us) that spans two of it and of the longest it answered within rcv_count_us, so that flows that left are forgotten within a few RTTs; 0: probes say none, and are counted over rcv_count_us";
             base_rtt_us: 0, Range::span(0, MAX_US),
                 "HPCC++ base RTT T in us; 0 = the flow's minimum RTT";
             probe_interval_us: 0, Range::span(0, MAX_US),

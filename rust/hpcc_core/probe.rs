@@ -569,11 +569,24 @@ mod tests {
         // An empty stack otherwise: no hop, path 0.
         assert_eq!(wire::parse(p.int).map(|s| (s.n_hops, s.path_id)), Ok((0, 0)));
         assert!(p.int[..wire::PROBE_SPACING_OFF].iter().chain(&p.int[wire::PROBE_SPACING_OFF + 2..]).all(|&x| x == 0));
-        // The response carries the count in its place.
-        let mut r = [0; MAX_PACKET_LEN];
-        build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, 3);
-        let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
-        assert_eq!(wire::rcv_flows(q.int), 3);
+        // A receiver that echoes the stack as it came: no count, not 2,200
+        // (nor 2,200 | the tag).
+        assert_eq!(wire::rcv_flows(p.int), 0);
+        assert_eq!(&p.int[wire::PROBE_SPACING_OFF..wire::PROBE_SPACING_OFF + 2], &(0x8000u16 | 2_200).to_be_bytes());
+        // The response carries the count in its place, 0 included.
+        for n in [3u16, 0] {
+            let mut r = [0; MAX_PACKET_LEN];
+            build_response(&mut r, &p, DSCP_RESPONSE_DEFAULT, n);
+            let q = classify(&r[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+            assert_eq!(wire::rcv_flows(q.int), n);
+            assert_eq!(spacing_us(&q), 0, "a response says no spacing");
+        }
+        // The longest spacing said; a longer one says that.
+        for (us, said) in [(1u16, 1u16), (wire::MAX_PROBE_SPACING_US, wire::MAX_PROBE_SPACING_US), (u16::MAX, wire::MAX_PROBE_SPACING_US)] {
+            build_probe(&mut b, &T, DSCP_PROBE_DEFAULT, 7, 8, us);
+            let p = classify(&b[..PACKET_LEN], DSCP_PROBE_DEFAULT, DSCP_RESPONSE_DEFAULT).unwrap().unwrap();
+            assert_eq!(spacing_us(&p), said);
+        }
     }
 
     #[test]

@@ -19,15 +19,20 @@
 //!
 //! Which scale answers a probe: a probe may carry its sender's probe
 //! spacing (`wire::PROBE_SPACING_OFF`, `rcv_count_scaled`); the count is
-//! then over the shortest window that spans two spacings ([`scale_for`]),
-//! else over `rcv_count_us`. Why: a window fixed for the slowest sender
-//! counts every flow of the last 100-200 ms, and where short flows come
-//! and go that is several times the flows present: in the VM's flow
-//! completion mix (one bulk flow and one short flow at a time, a 2 ms RTT)
-//! the responses said 4-6, so each flow took its fair share and its W_ai
-//! as a third of what they were. A spacing from the wire only chooses
-//! which of the receiver's own counts answers that probe; it cannot
-//! change what any other flow reads.
+//! then over the shortest window that spans two spacings of the probe's
+//! own and of every probe answered in the last one to two `rcv_count_us`
+//! windows ([`scale_for`]; a probe that said none counts as the longest
+//! spacing), so that a receiver whose flows probe at different paces
+//! counts each flow over a window that holds the slowest one's probes. A
+//! probe that says no spacing is counted over `rcv_count_us`. Why: one
+//! window for every sender, sized for the slowest, counts every flow of
+//! the last 100-200 ms, and where short flows come and go that is several
+//! times the flows present: in the VM's flow completion mix (one bulk flow
+//! and one short flow at a time, a 2 ms RTT) the responses said 4.1 on
+//! average (1 to 9) where one or two flows ran. A spacing from the wire
+//! only chooses which of the receiver's own counts answers that probe,
+//! and one that lies long only brings the receiver back to
+//! `rcv_count_us`.
 //!
 //! Lock-free and allocation-free: a probe costs one atomic OR per scale
 //! and a population count of 128 words. The CPU that moves a scale's epoch
@@ -76,6 +81,14 @@ pub struct FlowCount {
     scales: [Scale; SCALES],
 }
 
+/// A spacing as the receiver records it: one not said as the longest.
+fn recorded(spacing_us: u16) -> u64 {
+    match spacing_us {
+        0 => u64::from(u16::MAX),
+        s => u64::from(s),
+    }
+}
+
 impl Default for FlowCount {
     fn default() -> Self {
         Self::new()
@@ -89,18 +102,26 @@ impl FlowCount {
     }
 
     /// The flows counted at `now_ns` with the flow of `hash` among them,
-    /// for a probe whose sender probes every `spacing_us` (0: not said;
-    /// [`scale_for`]); `window_ns` (> 0) is `rcv_count_us`. Read-only:
-    /// see [`FlowCount::insert`].
+    /// for a probe whose sender probes every `spacing_us` (0: not said),
+    /// over the scale of the longer of it and the longest spacing answered
+    /// in the last one to two base windows ([`scale_for`]); `window_ns`
+    /// (> 0) is `rcv_count_us`. Read-only: see [`FlowCount::insert`].
     pub fn count_with(&self, now_ns: u64, window_ns: u64, spacing_us: u16, hash: u32) -> u16 {
-        let s = scale_for(window_ns, spacing_us);
+        let s = match spacing_us {
+            0 => 0,
+            own => {
+                let seen = self.scales.first().map_or(0, |c| c.longest_spacing(now_ns, window_ns));
+                scale_for(window_ns, u16::try_from(seen).unwrap_or(u16::MAX).max(own))
+            }
+        };
         self.scales.get(s).map_or(0, |c| c.count_with(now_ns, scale_window_ns(window_ns, s), hash))
     }
 
-    /// Records a probe of the flow of `hash` at `now_ns` at every scale.
-    pub fn insert(&self, now_ns: u64, window_ns: u64, hash: u32) {
+    /// Records an answered probe of the flow of `hash`, which said
+    /// `spacing_us` (0: none), at `now_ns` at every scale.
+    pub fn insert(&self, now_ns: u64, window_ns: u64, spacing_us: u16, hash: u32) {
         for (s, c) in self.scales.iter().enumerate() {
-            c.insert(now_ns, scale_window_ns(window_ns, s), hash);
+            c.insert(now_ns, scale_window_ns(window_ns, s), recorded(spacing_us), hash);
         }
     }
 }
@@ -112,6 +133,8 @@ struct Scale {
     /// The epoch each map holds: map `e & 1` holds epoch `e`.
     tags: [AtomicU64; 2],
     maps: [[AtomicU64; WORDS]; 2],
+    /// The longest spacing recorded into each map, us.
+    spacings: [AtomicU64; 2],
 }
 
 /// The flows behind a population of `bits` set bits: linear counting's
@@ -137,26 +160,39 @@ impl Scale {
     const fn new() -> Self {
         const Z: AtomicU64 = AtomicU64::new(0);
         const M: [AtomicU64; WORDS] = [Z; WORDS];
-        Self { epoch: AtomicU64::new(0), tags: [Z; 2], maps: [M; 2] }
+        Self { epoch: AtomicU64::new(0), tags: [Z; 2], maps: [M; 2], spacings: [Z; 2] }
     }
 
     /// Empties the map of epoch `e` and tags it with `e`.
     fn reuse(&self, e: u64) {
         let i = (e & 1) as usize;
-        if let (Some(m), Some(t)) = (self.maps.get(i), self.tags.get(i)) {
+        if let (Some(m), Some(t), Some(sp)) = (self.maps.get(i), self.tags.get(i), self.spacings.get(i)) {
             m.iter().for_each(|w| w.store(0, Relaxed));
+            sp.store(0, Relaxed);
             t.store(e, Release);
         }
+    }
+
+    /// Which maps hold this epoch or the one before at `now_ns`; a map
+    /// still tagged with an older epoch is stale, or being emptied for
+    /// reuse.
+    fn live(&self, now_ns: u64, window_ns: u64) -> [bool; 2] {
+        let e = now_ns / window_ns.max(1);
+        self.tags.each_ref().map(|t| t.load(Acquire).saturating_add(1) >= e)
+    }
+
+    /// The longest spacing recorded in this epoch and the one before, us
+    /// (0: none).
+    fn longest_spacing(&self, now_ns: u64, window_ns: u64) -> u64 {
+        let live = self.live(now_ns, window_ns);
+        self.spacings.iter().zip(live).filter(|(_, on)| *on).map(|(s, _)| s.load(Relaxed)).max().unwrap_or(0)
     }
 
     /// The flows counted at `now_ns` with the flow of `hash` among them
     /// (`window_ns` > 0): the maps of this epoch and the one before.
     /// Read-only: see [`Scale::insert`].
     fn count_with(&self, now_ns: u64, window_ns: u64, hash: u32) -> u16 {
-        let e = now_ns / window_ns.max(1);
-        // A map still tagged with an older epoch is stale, or being
-        // emptied for reuse: not counted.
-        let live = self.tags.each_ref().map(|t| t.load(Acquire).saturating_add(1) >= e);
+        let live = self.live(now_ns, window_ns);
         let (bit_word, bit) = bit_of(hash);
         let mut bits: u32 = 0;
         for w in 0..WORDS {
@@ -171,8 +207,9 @@ impl Scale {
         corrected(bits)
     }
 
-    /// Records a probe of the flow of `hash` at `now_ns`.
-    fn insert(&self, now_ns: u64, window_ns: u64, hash: u32) {
+    /// Records a probe of the flow of `hash` that said `spacing_us` at
+    /// `now_ns`.
+    fn insert(&self, now_ns: u64, window_ns: u64, spacing_us: u64, hash: u32) {
         let e = now_ns / window_ns.max(1);
         let seen = self.epoch.load(Acquire);
         if e > seen && self.epoch.compare_exchange(seen, e, AcqRel, Acquire).is_ok() {
@@ -189,6 +226,9 @@ impl Scale {
         let (w, bit) = bit_of(hash);
         if let Some(x) = self.maps.get((e & 1) as usize).and_then(|m| m.get(w)) {
             x.fetch_or(bit, Relaxed);
+        }
+        if let Some(s) = self.spacings.get((e & 1) as usize) {
+            s.fetch_max(spacing_us, Relaxed);
         }
     }
 }
@@ -209,20 +249,20 @@ mod tests {
         let c = Scale::new();
         let t0 = 5 * W;
         for i in 0..4 {
-            c.insert(t0 + u64::from(i), W, hash(i));
+            c.insert(t0 + u64::from(i), W, 0, hash(i));
         }
         // A flow already counted is not counted twice; a new one adds one.
         assert_eq!(c.count_with(t0 + 10, W, hash(0)), 4);
         assert_eq!(c.count_with(t0 + 10, W, hash(99)), 5);
         // Next window: the previous one still counts.
-        c.insert(t0 + W, W, hash(0));
+        c.insert(t0 + W, W, 0, hash(0));
         assert_eq!(c.count_with(t0 + W + 1, W, hash(0)), 4);
         // Two windows on, only flows that probed in the last window count.
-        c.insert(t0 + 2 * W, W, hash(0));
+        c.insert(t0 + 2 * W, W, 0, hash(0));
         assert_eq!(c.count_with(t0 + 2 * W + 1, W, hash(0)), 1);
         // After a silence of more than a window, nothing is left.
         assert_eq!(c.count_with(t0 + 5 * W, W, hash(7)), 1);
-        c.insert(t0 + 5 * W, W, hash(7));
+        c.insert(t0 + 5 * W, W, 0, hash(7));
         assert_eq!(c.count_with(t0 + 5 * W, W, hash(7)), 1);
     }
 
@@ -231,7 +271,7 @@ mod tests {
         for n in [1u32, 4, 16, 64, 300, 1000, 2000] {
             let c = Scale::new();
             for i in 0..n {
-                c.insert(W + u64::from(i), W, hash(i + 1000 * n));
+                c.insert(W + u64::from(i), W, 0, hash(i + 1000 * n));
             }
             let got = c.count_with(W + 100_000, W, hash(1000 * n));
             let err = (f64::from(got) - f64::from(n)).abs() / f64::from(n);
@@ -244,8 +284,8 @@ mod tests {
     #[test]
     fn a_map_being_reused_is_not_counted() {
         let c = Scale::new();
-        c.insert(4 * W, W, hash(1));
-        c.insert(5 * W, W, hash(2));
+        c.insert(4 * W, W, 0, hash(1));
+        c.insert(5 * W, W, 0, hash(2));
         // Epoch 6 began on another CPU, which has not emptied map 0 (still
         // epoch 4's) yet: a reader skips it.
         c.epoch.store(6, Release);
@@ -289,11 +329,11 @@ mod tests {
         let (mut worst_base, mut worst_scaled) = (0, 0);
         let mut t = 0u64;
         while t < 1_000_000_000 {
-            c.insert(t, BASE, bulk);
+            c.insert(t, BASE, SPACING_US, bulk);
             // The short flow of this 20 ms period, if one runs now.
             let (k, phase) = (t / 20_000_000, t % 20_000_000);
             if phase < 10_000_000 {
-                c.insert(t + 1, BASE, hash(1 + k as u32));
+                c.insert(t + 1, BASE, SPACING_US, hash(1 + k as u32));
             }
             if t > 300_000_000 {
                 worst_base = worst_base.max(c.count_with(t + 2, BASE, 0, bulk));
@@ -307,10 +347,42 @@ mod tests {
         assert!(worst_base >= 6, "base: {worst_base}");
     }
 
+    /// A receiver whose flows probe at different paces: the fast flow's
+    /// count holds the slow one while it probes, and its own scale once
+    /// the slow one has been gone one to two base windows. A probe that
+    /// says no spacing counts as the slowest.
+    #[test]
+    fn the_slowest_spacing_answered_sets_the_scale() {
+        const BASE: u64 = 100_000_000;
+        let c = FlowCount::new();
+        let (fast, slow) = (hash(1), hash(2));
+        let mut t = BASE;
+        c.insert(t - 1, BASE, 15_000, slow);
+        while t < 2 * BASE {
+            c.insert(t, BASE, 2_200, fast);
+            if (t / 2_200_000) % 7 == 0 {
+                c.insert(t + 1, BASE, 15_000, slow);
+            }
+            assert_eq!(c.count_with(t + 2, BASE, 2_200, fast), 2, "at {t}");
+            t += 2_200_000;
+        }
+        // The slow flow left at 2 BASE: counted until the base map it
+        // last probed in is two windows old.
+        let t = 4 * BASE + 1;
+        c.insert(t, BASE, 2_200, fast);
+        assert_eq!(c.count_with(t + 20_000_000, BASE, 2_200, fast), 1);
+        // A probe that said none: the base window for everyone.
+        let d = FlowCount::new();
+        d.insert(BASE, BASE, 0, hash(3));
+        d.insert(BASE + 50_000_000, BASE, 2_200, fast);
+        assert_eq!(d.count_with(BASE + 60_000_000, BASE, 2_200, fast), 2);
+        assert_eq!(scale_for(BASE, u16::MAX), 0);
+    }
+
     #[test]
     fn every_scale_counts_a_probe() {
         let c = FlowCount::new();
-        c.insert(1_000_000_000, W, hash(5));
+        c.insert(1_000_000_000, W, 1, hash(5));
         for spacing in [0u16, 1, 100, 1_000, 5_000] {
             assert_eq!(c.count_with(1_000_000_001, W, spacing, hash(6)), 2, "spacing {spacing}");
         }
@@ -319,9 +391,9 @@ mod tests {
     #[test]
     fn a_late_clock_counts_in_the_newest_window() {
         let c = Scale::new();
-        c.insert(3 * W, W, hash(1));
+        c.insert(3 * W, W, 0, hash(1));
         // A CPU whose clock reads an earlier window.
-        c.insert(2 * W + 5, W, hash(2));
+        c.insert(2 * W + 5, W, 0, hash(2));
         assert_eq!(c.count_with(3 * W + 6, W, hash(1)), 2);
     }
 }

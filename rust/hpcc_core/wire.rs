@@ -205,41 +205,66 @@ impl IntStack {
 /// Offset of the receiver's flow count in the header (the drafts'
 /// padding, a big-endian `u16`): a response carries the number of hpcc
 /// flows whose probes its receiver answered recently, the N of the
-/// drafts' receiver-based W_ai (section 6.3.2); 0 = not counted. A probe
-/// carries its sender's probe spacing there ([`PROBE_SPACING_OFF`]).
-/// Switches leave it alone.
+/// drafts' receiver-based W_ai (section 6.3.2), below [`SPACING_TAG`];
+/// 0 = not counted. A probe carries its sender's probe spacing there,
+/// tagged ([`PROBE_SPACING_OFF`]). Switches leave it alone.
 pub const RCV_FLOWS_OFF: usize = 2;
 
 /// Offset of the sender's probe spacing in a probe's header, the same
-/// field as a response's flow count: microseconds between the flow's
-/// probes, at most `u16::MAX`; 0 = not said. The receiver counts the
-/// flows for that probe over windows fit to it
-/// (`rcvcount::scale_for`), and overwrites it with the count.
+/// field as a response's flow count: [`SPACING_TAG`] plus the
+/// microseconds between the flow's probes, at most
+/// [`MAX_PROBE_SPACING_US`]; 0 = not said. The receiver counts the flows
+/// for that probe over windows fit to it (`rcvcount::scale_for`), and
+/// overwrites it with the count. The tag keeps a spacing from being read
+/// as a count where a receiver echoes the probe's stack as it came.
 pub const PROBE_SPACING_OFF: usize = RCV_FLOWS_OFF;
 
-/// The probe spacing a probe's INT stack carries, us (0: not said).
-pub fn probe_spacing_us(buf: &[u8]) -> u16 {
-    rcv_flows(buf)
-}
+/// The top bit of the field: set in a probe's spacing, never in a count.
+pub const SPACING_TAG: u16 = 0x8000;
 
-/// Writes the sender's probe spacing into a probe's INT stack.
-pub fn set_probe_spacing_us(buf: &mut [u8], us: u16) {
-    set_rcv_flows(buf, us)
-}
+/// The longest spacing the field says, us.
+pub const MAX_PROBE_SPACING_US: u16 = SPACING_TAG - 1;
 
-/// The receiver's flow count a response's INT stack carries (0: none).
-pub fn rcv_flows(buf: &[u8]) -> u16 {
+fn field(buf: &[u8]) -> u16 {
     buf.get(RCV_FLOWS_OFF..RCV_FLOWS_OFF + 2)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u16::from_be_bytes)
 }
 
-/// Writes the receiver's flow count into an INT stack (a no-op on a
-/// buffer shorter than the header).
-pub fn set_rcv_flows(buf: &mut [u8], n: u16) {
+fn set_field(buf: &mut [u8], v: u16) {
     if let Some(b) = buf.get_mut(RCV_FLOWS_OFF..RCV_FLOWS_OFF + 2) {
-        b.copy_from_slice(&n.to_be_bytes());
+        b.copy_from_slice(&v.to_be_bytes());
     }
+}
+
+/// The probe spacing a probe's INT stack carries, us (0: not said).
+pub fn probe_spacing_us(buf: &[u8]) -> u16 {
+    match field(buf) {
+        v if v & SPACING_TAG != 0 => v & MAX_PROBE_SPACING_US,
+        _ => 0,
+    }
+}
+
+/// Writes the sender's probe spacing into a probe's INT stack (0: not
+/// said; longer than [`MAX_PROBE_SPACING_US`] says that).
+pub fn set_probe_spacing_us(buf: &mut [u8], us: u16) {
+    set_field(buf, if us == 0 { 0 } else { SPACING_TAG | us.min(MAX_PROBE_SPACING_US) })
+}
+
+/// The receiver's flow count a response's INT stack carries (0: none, or
+/// a probe's spacing echoed).
+pub fn rcv_flows(buf: &[u8]) -> u16 {
+    match field(buf) {
+        v if v & SPACING_TAG != 0 => 0,
+        v => v,
+    }
+}
+
+/// Writes the receiver's flow count into an INT stack (a no-op on a
+/// buffer shorter than the header), at most [`MAX_PROBE_SPACING_US`]
+/// (far above what `rcvcount` counts).
+pub fn set_rcv_flows(buf: &mut [u8], n: u16) {
+    set_field(buf, n.min(MAX_PROBE_SPACING_US))
 }
 
 /// Why a buffer is not a valid INT stack.

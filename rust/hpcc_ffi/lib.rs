@@ -563,17 +563,18 @@ pub extern "C" fn hpcc_rcvcount_new() -> *mut FlowCount {
     Box::into_raw(Box::new(FlowCount::new()))
 }
 
-/// Records a probe of the flow whose tuple hashes to `hash` at `now_ns`,
-/// with windows of `window_ns` (the `rcv_count_us` knob).
+/// Records an answered probe of the flow whose tuple hashes to `hash`,
+/// which said `spacing_us` ([`hpcc_packet_spacing_us`]; 0: none), at
+/// `now_ns`, with windows of `window_ns` (the `rcv_count_us` knob).
 ///
 /// # Safety
 ///
 /// `r` null or from [`hpcc_rcvcount_new`].
 #[no_mangle]
-pub unsafe extern "C" fn hpcc_rcvcount_insert(r: *const FlowCount, now_ns: u64, window_ns: u64, hash: u32) {
+pub unsafe extern "C" fn hpcc_rcvcount_insert(r: *const FlowCount, now_ns: u64, window_ns: u64, spacing_us: u16, hash: u32) {
     // SAFETY: caller contract.
     if let Some(r) = unsafe { get(r) } {
-        r.insert(now_ns, window_ns, hash);
+        r.insert(now_ns, window_ns, spacing_us, hash);
     }
 }
 

@@ -292,12 +292,17 @@ fn a_probe_says_how_far_apart_its_flows_probes_are() {
     // The first probe: one interval (srtt, at least T).
     assert_eq!(u64::from(f.probe_spacing_us(&k, &c)), srtt_us.max(1_000));
     f.probe_sent(c.now_ns);
-    // A probe held back (the budget, or no data to send): the time since
-    // the last one.
+    // After an idle pause: still the interval (the pause says nothing of
+    // how often the receiver's other flows probe).
     let late = Conn { now_ns: c.now_ns + 7_000_123, ..c };
+    assert_eq!(u64::from(f.probe_spacing_us(&k, &late)), srtt_us.max(1_000));
+    // A probe the budget held back: the time since the last one.
+    f.probe_held();
     assert_eq!(f.probe_spacing_us(&k, &late), 7_001);
-    // Beyond u16 microseconds: the most the field says.
-    assert_eq!(f.probe_spacing_us(&k, &Conn { now_ns: c.now_ns + 1_000_000_000, ..c }), u16::MAX);
+    // Beyond what the field says: the most it says.
+    assert_eq!(f.probe_spacing_us(&k, &Conn { now_ns: c.now_ns + 1_000_000_000, ..c }), wire::MAX_PROBE_SPACING_US);
+    f.probe_sent(late.now_ns);
+    assert_eq!(u64::from(f.probe_spacing_us(&k, &Conn { now_ns: late.now_ns + 9_000_000, ..c })), srtt_us.max(1_000));
     // A tiny interval still says at least 1 us; the knob off says none.
     let k1 = Knobs { probe_interval_us: 0, probe_min_interval_us: 0, ..k };
     let fast = Conn { srtt_us: 0, min_rtt_us: 0, ..c };

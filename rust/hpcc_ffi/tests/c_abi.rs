@@ -152,7 +152,9 @@ fn expected() -> Vec<String> {
     out.push(format!("wants {} {}", u8::from(s.wants_flow_on_ack(&k, &c)), u8::from(s.wants_flow_on_tx_start(&k, &c))));
     let mut f = FlowCtl::new(&k, &c).unwrap();
     out.push(format!("flow 1 {} {}", u8::from(f.probe_at_tx_start(&k, &c)), u8::from(f.probe_due(&k, &c))));
+    // The probe says the flow's interval: its srtt, 20 us.
     let spacing = f.probe_spacing_us(&k, &c);
+    assert_eq!(spacing, 20);
     let slot = f.probe_sent(c.now_ns);
     let t = hpcc_core::probe::Tuple::v4([10, 0, 1, 1], [10, 0, 2, 1], 40000, 5201);
     let len = t.packet_len();

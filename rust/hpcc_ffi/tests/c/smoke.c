@@ -62,7 +62,7 @@ int main(void)
 	p.int_stack[0] = 1 << 4;	/* nHop 1, pathID 0 (nHop in the top 4 bits) */
 	put_hop(p.int_stack, 0, 8, 500000, 1000, 10);
 	struct hpcc_rcvcount *cnt = hpcc_rcvcount_new();
-	hpcc_rcvcount_insert(cnt, c.now_ns, 100000000, 0x1234);
+	hpcc_rcvcount_insert(cnt, c.now_ns, 100000000, hpcc_packet_spacing_us(&p), 0x1234);
 	uint16_t flows = hpcc_rcvcount_count_with(cnt, c.now_ns, 100000000, hpcc_packet_spacing_us(&p), 0x1234);
 	size_t m = hpcc_build_response(resp, &p, 15, flows);
 	struct hpcc_packet r;
