@@ -51,11 +51,12 @@
 #define HPCC_INT_HOP_LEN	8	/* one record per hop */
 #define HPCC_INT_MAX_HOPS	8	/* records a stack may carry */
 #define HPCC_INT_MAX_LEN	68	/* HDR_LEN + MAX_HOPS * HOP_LEN */
-/* The header's padding, a big-endian u16: in a probe, 0x8000 plus the
- * microseconds between its flow's probes (0: not said); in a response, the
- * number of hpcc flows whose probes the receiver answered recently, below
- * 0x8000 (0: not counted). Switches leave it alone. */
+/* The header's padding, a big-endian u16: in a probe, HPCC_INT_SPACING_TAG
+ * plus the microseconds between its flow's probes (0: not said); in a
+ * response, the number of hpcc flows whose probes the receiver answered
+ * recently, below the tag (0: not counted). Switches leave it alone. */
 #define HPCC_INT_RCV_FLOWS_OFF	2
+#define HPCC_INT_SPACING_TAG	0x8000	/* set in a probe's spacing, never in a count */
 
 /* First 16-bit word (host order after ntohs) */
 #define HPCC_INT_NHOP_POS	12

@@ -591,6 +591,8 @@ pub struct FlowCtl {
     budget: budget::FlowState,
     /// The budget held a due probe since the last one left.
     held: bool,
+    /// When [`FlowCtl::admit_probe`] last held one back, ns (0: never).
+    held_at_ns: u64,
     /// When the budget held the last probe back: the time between it and
     /// the one before, at most [`probe::MAX_INTERVAL_NS`] (0: not held).
     /// Telemetry stays fresh for [`FRESH_INTERVALS`] of these, as it does
@@ -620,6 +622,7 @@ impl FlowCtl {
             sfc_held_until_ns: 0,
             budget: budget::FlowState::default(),
             held: false,
+            held_at_ns: 0,
             held_gap_ns: 0,
         })
     }
@@ -668,17 +671,19 @@ impl FlowCtl {
 
     /// The probe spacing a probe sent now carries (`rcv_count_scaled` 1;
     /// else 0, not said): the probe interval, or, if the budget held this
-    /// probe, the time since the last one if longer; in us, 1 to
-    /// `wire::MAX_PROBE_SPACING_US`. The receiver counts flows for this
-    /// probe over windows of at least two of it (`rcvcount::scale_for`).
-    /// A flow that was idle says its interval: its pause says nothing of
-    /// how often the others probe. Call it before [`FlowCtl::probe_sent`].
+    /// probe back within the last interval, the time since the last one if
+    /// longer; in us, 1 to `wire::MAX_PROBE_SPACING_US`. The receiver
+    /// counts flows for this probe over windows of at least two of it
+    /// (`rcvcount::scale_for`). A flow that was idle says its interval:
+    /// its pause says nothing of how often the others probe. Call it
+    /// before [`FlowCtl::probe_sent`].
     pub fn probe_spacing_us(&self, k: &Knobs, c: &Conn) -> u16 {
         if k.rcv_count_scaled == 0 {
             return 0;
         }
         let mut ns = self.probe_interval_ns(k, c.srtt_us);
-        if self.held && self.last_probe_ns != 0 {
+        let held_now = self.held && self.held_at_ns != 0 && c.now_ns.saturating_sub(self.held_at_ns) <= ns;
+        if held_now && self.last_probe_ns != 0 {
             ns = ns.max(c.now_ns.saturating_sub(self.last_probe_ns));
         }
         u16::try_from(ns.div_ceil(1000)).unwrap_or(u16::MAX).max(1).min(wire::MAX_PROBE_SPACING_US)
@@ -709,6 +714,7 @@ impl FlowCtl {
         let a = self.budget.admit(b, k.probe_budget, interval, self.last_probe_ns, c.now_ns);
         if a != budget::Admit::Send {
             self.probe_held();
+            self.held_at_ns = c.now_ns;
         }
         a
     }

@@ -30,16 +30,19 @@
 //! times the flows present: in the VM's flow completion mix (one bulk flow
 //! and one short flow at a time, a 2 ms RTT) the responses said 4.1 on
 //! average (1 to 9) where one or two flows ran. A spacing from the wire
-//! only chooses which of the receiver's own counts answers that probe,
-//! and one that lies long only brings the receiver back to
-//! `rcv_count_us`.
+//! chooses the scale of its own answer and, for one to two base windows,
+//! the shortest scale of every answer at this receiver: a long one (a lie
+//! included) brings them back to `rcv_count_us`, a short one cannot pull
+//! any below the longest spacing heard.
 //!
-//! Lock-free and allocation-free: a probe costs one atomic OR per scale
-//! and a population count of 128 words. The CPU that moves a scale's epoch
-//! empties the map it reuses and then tags it with the new epoch; until
-//! then readers skip it. A bit another CPU sets into that map just before
-//! it is emptied is lost until the flow's next probe (a count low by one
-//! for a window at worst).
+//! Lock-free and allocation-free: a probe costs one atomic OR per scale,
+//! a load (and rarely a `fetch_max`) of the base scale's longest spacing
+//! and a population count of 128 words. The CPU that moves a scale's
+//! epoch empties the map it reuses and then tags it with the new epoch;
+//! until then readers skip it. A bit another CPU sets into that map just
+//! before it is emptied is lost until the flow's next probe (a count low
+//! by one for a window at worst); a spacing lost so leaves a faster flow
+//! on its shorter scale until the slower flow's next probe.
 
 use core::sync::atomic::{AtomicU64, Ordering::*};
 
@@ -118,10 +121,12 @@ impl FlowCount {
     }
 
     /// Records an answered probe of the flow of `hash`, which said
-    /// `spacing_us` (0: none), at `now_ns` at every scale.
+    /// `spacing_us` (0: none), at `now_ns` at every scale, and its spacing
+    /// at the base scale, the only one whose spacings are read.
     pub fn insert(&self, now_ns: u64, window_ns: u64, spacing_us: u16, hash: u32) {
         for (s, c) in self.scales.iter().enumerate() {
-            c.insert(now_ns, scale_window_ns(window_ns, s), recorded(spacing_us), hash);
+            let spacing = if s == 0 { recorded(spacing_us) } else { 0 };
+            c.insert(now_ns, scale_window_ns(window_ns, s), spacing, hash);
         }
     }
 }
@@ -133,7 +138,8 @@ struct Scale {
     /// The epoch each map holds: map `e & 1` holds epoch `e`.
     tags: [AtomicU64; 2],
     maps: [[AtomicU64; WORDS]; 2],
-    /// The longest spacing recorded into each map, us.
+    /// The longest spacing recorded into each map, us (the base scale's
+    /// only; 0 at the others).
     spacings: [AtomicU64; 2],
 }
 
@@ -227,8 +233,12 @@ impl Scale {
         if let Some(x) = self.maps.get((e & 1) as usize).and_then(|m| m.get(w)) {
             x.fetch_or(bit, Relaxed);
         }
+        // A read first: the spacing rarely grows, and a plain load keeps
+        // the line shared where fetch_max would take it exclusive.
         if let Some(s) = self.spacings.get((e & 1) as usize) {
-            s.fetch_max(spacing_us, Relaxed);
+            if s.load(Relaxed) < spacing_us {
+                s.fetch_max(spacing_us, Relaxed);
+            }
         }
     }
 }
@@ -366,11 +376,16 @@ mod tests {
             assert_eq!(c.count_with(t + 2, BASE, 2_200, fast), 2, "at {t}");
             t += 2_200_000;
         }
-        // The slow flow left at 2 BASE: counted until the base map it
-        // last probed in is two windows old.
-        let t = 4 * BASE + 1;
-        c.insert(t, BASE, 2_200, fast);
-        assert_eq!(c.count_with(t + 20_000_000, BASE, 2_200, fast), 1);
+        // The slow flow left at 2 BASE: its spacing holds the base scale
+        // (and the count 2) through the next base window, and from the
+        // one after, the fast flow's own scale counts it alone.
+        let mut t = 2 * BASE;
+        while t < 4 * BASE {
+            c.insert(t, BASE, 2_200, fast);
+            let want = if t < 3 * BASE { 2 } else { 1 };
+            assert_eq!(c.count_with(t + 2, BASE, 2_200, fast), want, "at {t}");
+            t += 2_200_000;
+        }
         // A probe that said none: the base window for everyone.
         let d = FlowCount::new();
         d.insert(BASE, BASE, 0, hash(3));

@@ -580,7 +580,9 @@ pub unsafe extern "C" fn hpcc_rcvcount_insert(r: *const FlowCount, now_ns: u64, 
 
 /// The flows counted at `now_ns` with the flow of `hash` among them, for
 /// a probe that says its sender probes every `spacing_us`
-/// ([`hpcc_packet_spacing_us`]; 0: not said).
+/// ([`hpcc_packet_spacing_us`]; 0: not said): over the shortest window of
+/// two of it and of the longest spacing recorded in the last one to two
+/// `window_ns` (`hpcc_core::rcvcount::FlowCount::count_with`).
 ///
 /// # Safety
 ///

@@ -296,13 +296,34 @@ fn a_probe_says_how_far_apart_its_flows_probes_are() {
     // how often the receiver's other flows probe).
     let late = Conn { now_ns: c.now_ns + 7_000_123, ..c };
     assert_eq!(u64::from(f.probe_spacing_us(&k, &late)), srtt_us.max(1_000));
-    // A probe the budget held back: the time since the last one.
-    f.probe_held();
-    assert_eq!(f.probe_spacing_us(&k, &late), 7_001);
-    // Beyond what the field says: the most it says.
-    assert_eq!(f.probe_spacing_us(&k, &Conn { now_ns: c.now_ns + 1_000_000_000, ..c }), wire::MAX_PROBE_SPACING_US);
-    f.probe_sent(late.now_ns);
-    assert_eq!(u64::from(f.probe_spacing_us(&k, &Conn { now_ns: late.now_ns + 9_000_000, ..c })), srtt_us.max(1_000));
+    // A probe the namespace's budget holds back: the time since the last
+    // one, while the budget holds it; not after the flow has gone idle.
+    let kb = Knobs { probe_budget: 100, ..k };
+    let b = hpcc_core::budget::Budget::new();
+    let step = srtt_us.max(1_000) * 1_000;
+    let mut now = late.now_ns;
+    let at = |now_ns| Conn { now_ns, ..c };
+    // A probe due every step, until one is held three steps or more
+    // after the last that left.
+    let mut last = now;
+    for i in 0.. {
+        now += step;
+        if f.admit_probe(&kb, &b, &at(now)) == hpcc_core::budget::Admit::Send {
+            f.probe_sent(now);
+            last = now;
+        } else if now - last >= 3 * step {
+            break;
+        }
+        assert!(i < 10_000, "the budget never held a probe three intervals");
+    }
+    assert_eq!(u64::from(f.probe_spacing_us(&kb, &at(now))), (now - last) / 1_000);
+    assert_eq!(u64::from(f.probe_spacing_us(&kb, &at(now + 7_000_000))), srtt_us.max(1_000), "idle since");
+    f.probe_sent(now);
+    assert_eq!(u64::from(f.probe_spacing_us(&k, &at(now + 9_000_000))), srtt_us.max(1_000));
+    // The longest interval (what wire timestamps unwrap) fits the field.
+    let slow = Knobs { probe_interval_us: 50_000, ..k };
+    assert_eq!(u64::from(f.probe_spacing_us(&slow, &c)), hpcc_core::probe::MAX_INTERVAL_NS.div_ceil(1_000));
+    assert!(hpcc_core::probe::MAX_INTERVAL_NS / 1_000 < u64::from(wire::MAX_PROBE_SPACING_US));
     // A tiny interval still says at least 1 us; the knob off says none.
     let k1 = Knobs { probe_interval_us: 0, probe_min_interval_us: 0, ..k };
     let fast = Conn { srtt_us: 0, min_rtt_us: 0, ..c };

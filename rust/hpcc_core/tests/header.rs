@@ -18,6 +18,7 @@ fn rust_constants() -> BTreeMap<String, u64> {
         ("MAX_HOPS", wire::MAX_HOPS as u64),
         ("MAX_LEN", wire::encoded_len(wire::MAX_HOPS) as u64),
         ("RCV_FLOWS_OFF", wire::RCV_FLOWS_OFF as u64),
+        ("SPACING_TAG", wire::SPACING_TAG.into()),
         ("NHOP_POS", wire::NHOP_POS.into()),
         ("NHOP_BITS", wire::NHOP_BITS.into()),
         ("PATHID_BITS", wire::PATHID_BITS.into()),

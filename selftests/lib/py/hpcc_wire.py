@@ -152,7 +152,10 @@ def parse_payload(pay):
         return None
     off = PROBE_HDR_LEN
     w0, = struct.unpack("!H", pay[off:off + 2])
-    rcv_flows, = struct.unpack("!H", pay[off + H["HPCC_INT_RCV_FLOWS_OFF"]:off + H["HPCC_INT_RCV_FLOWS_OFF"] + 2])
+    pad, = struct.unpack("!H", pay[off + H["HPCC_INT_RCV_FLOWS_OFF"]:off + H["HPCC_INT_RCV_FLOWS_OFF"] + 2])
+    # A probe's spacing carries the tag; a response's count never does.
+    tag = H["HPCC_INT_SPACING_TAG"]
+    rcv_flows, spacing_us = (0, pad & (tag - 1)) if pad & tag else (pad, 0)
     hops = []
     for i in range(MAX_HOPS):
         a = off + INT_HDR_LEN + HOP_LEN * i
@@ -163,7 +166,7 @@ def parse_payload(pay):
                      "qlen": (rec >> H["HPCC_INT_HOP_QLEN_POS"]) & H["HPCC_INT_QLEN_MASK"]})
     return {"type": ptype, "version": ver, "len": plen, "nonce": nonce, "snd_nxt": snd_nxt,
             "nhop": w0 >> H["HPCC_INT_NHOP_POS"], "path_id": w0 & H["HPCC_INT_PATHID_MASK"],
-            "rcv_flows": rcv_flows, "hops": hops}
+            "rcv_flows": rcv_flows, "spacing_us": spacing_us, "hops": hops}
 
 
 def parse_frame(frame):
