@@ -191,9 +191,10 @@ fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
     // not count.
     let window_ns = u64::from(modparam::knobs().rcv_count_us) * 1000;
     let hash = if window_ns == 0 { 0 } else { table::hash_of(net, t) };
+    let spacing_us = probe::spacing_us(p);
     let rcv_flows = match window_ns {
         0 => 0,
-        w => net.state().rcv_flows.count_with(now, w, probe::spacing_us(p), hash),
+        w => net.state().rcv_flows.count_with(now, w, spacing_us, hash),
     };
     let mut bytes = [0u8; MAX_PACKET_LEN];
     let len = probe::build_response(&mut bytes, p, dscp, rcv_flows);
@@ -216,7 +217,7 @@ fn on_probe(net: NetRef<'_>, rx: &RxSkb, p: &Packet<'_>, now: u64) {
         }
     });
     if sent.is_ok() && window_ns != 0 {
-        net.state().rcv_flows.insert(now, window_ns, probe::spacing_us(p), hash);
+        net.state().rcv_flows.insert(now, window_ns, spacing_us, hash);
     }
     inc(net, match sent {
         Ok(()) => Counter::ResponsesSent,

@@ -682,7 +682,8 @@ impl FlowCtl {
             return 0;
         }
         let mut ns = self.probe_interval_ns(k, c.srtt_us);
-        let held_now = self.held && self.held_at_ns != 0 && c.now_ns.saturating_sub(self.held_at_ns) <= ns;
+        // Held since the last probe left, and within the last interval.
+        let held_now = self.held_at_ns > self.last_probe_ns && c.now_ns.saturating_sub(self.held_at_ns) <= ns;
         if held_now && self.last_probe_ns != 0 {
             ns = ns.max(c.now_ns.saturating_sub(self.last_probe_ns));
         }
