@@ -209,11 +209,15 @@ t_bogus_tuples() {
 	sleep 0.2
 	sfc_counts "$S1" >"$OUT/bogus.1"
 	expect bogus sfc_received=64 sfc_no_flow=64 || return 1
-	# A real local UDP socket's flow still gets its pause.
-	ip netns exec "$S1" python3 -c 'import socket, time
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 20100)); time.sleep(3)' &
+	# A real local UDP socket's flow still gets its pause. The socket
+	# marks itself bound (python can take seconds to start: a fixed
+	# sleep lost the race in virtual time) and lives until killed.
+	rm -f "$OUT/udp.ready"
+	ip netns exec "$S1" python3 -c 'import socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("0.0.0.0", 20100))
+open(sys.argv[1], "w").write("1"); time.sleep(60)' "$OUT/udp.ready" &
 	local u=$!
-	sleep 1
+	wait_files 30 "$OUT/udp.ready" || { kill $u 2>/dev/null; echo "the UDP socket never bound"; return 1; }
 	sfc_counts "$S1" >"$OUT/real.0"
 	ip netns exec "$S1" python3 "$SIG" spray --inject-ns "$SW" --inject-dev s1 --local 10.1.1.1 \
 		--sports 20100-20100 --pause-us 10000 || return 1
