@@ -194,7 +194,13 @@ multi = sum(1 for s in after if s > 1)
 print(f"flow A with hpcc: {len(segs)} data skbs at the bottleneck, {over} above {allowed} segment(s), "
       f"the largest {max(segs, default=0)}; then with cubic: {len(after)} skbs, {multi} of more than one "
       f"segment, the largest {max(after, default=0)}")
-sys.exit(0 if len(segs) >= 1000 and over <= len(segs) // 100 and len(after) >= 100 and multi >= len(after) // 100 + 1
+others = sorted(((sp, sum(-(-int(w) // wire) for t, _, sp2, w, _ in (l.split() for l in open(sys.argv[2]))
+                         if sp2 == sp and int(w) > 200)) for sp in {l.split()[2] for l in open(sys.argv[2])}
+                  if int(sp) != port), key=lambda x: -x[1])[:2]
+print(f"segments of the other flows: {others}")
+# Enough skbs for the 1% bound to mean something: a slow host (TCG, CI)
+# carries a few hundred of A's in its 4 s.
+sys.exit(0 if len(segs) >= 200 and over <= len(segs) // 100 and len(after) >= 50 and multi >= len(after) // 100 + 1
          else 1)
 PY
 }
