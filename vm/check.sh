@@ -89,7 +89,7 @@ host_ktap lib_test bash "$root/selftests/lib/sh/lib_test.sh"
 step "host test of the benchmark's statistics (selftests/lib/py/benchstat_test.py)"
 host_ktap benchstat_test /usr/bin/python3 "$root/selftests/lib/py/benchstat_test.py"
 
-step "host test of the wire format's headers against scapy (selftests/lib/py/wire_test.py)"
+step "host test of the wire format's headers against scapy, and of the signal storm's batched frames (selftests/lib/py/wire_test.py)"
 # The distribution's python: scapy comes from Debian (setup-host.sh).
 host_ktap wire_test /usr/bin/python3 "$root/selftests/lib/py/wire_test.py"
 

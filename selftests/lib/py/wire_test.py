@@ -4,7 +4,8 @@
 dissectors: the IP header and its checksum, and the TCP header with the
 checksum one off the valid one, as the module writes them (the builder is
 hand-written because scapy builds a packet over 100 times slower, see
-hpcc_wire.tcp_packet). KTAP on stdout."""
+hpcc_wire.tcp_packet); and sfc_signal.py's storm batches on loopback. KTAP on
+stdout."""
 import os
 import sys
 
@@ -53,5 +54,35 @@ def t_ipv6_response_matches_scapy():
     return check("fd00:1::1", "fd00:2::1")
 
 
+def t_signal_storm_batch_sends_every_copy():
+    """sfc_signal.py's storm sends a batch of copies in one sendmmsg(2)
+    call (FrameSender.send_many): every copy leaves, each the whole frame.
+    On loopback, with an ethertype nothing else uses."""
+    import socket
+    import struct
+    import sfc_signal as S
+    proto = 0x88B5  # IEEE 802 local experimental
+    try:
+        rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
+        f = S.FrameSender(None, "lo", "00:00:00:00:00:00")
+    except PermissionError:
+        return None, "no CAP_NET_RAW"
+    rx.bind(("lo", 0))
+    rx.settimeout(0.5)
+    f.frame = lambda pkt: bytes(12) + struct.pack("!H", proto) + pkt
+    pkt = bytes([0x45]) + bytes(range(60))
+    f.send_many(pkt, 100)
+    got = []
+    try:
+        while True:
+            got.append(rx.recv(2048))
+    except socket.timeout:
+        pass
+    rx.close()
+    whole = sum(1 for g in got if g == f.frame(pkt))
+    return (S._sendmmsg is not None and len(got) == 100 and whole == 100,
+            f"sendmmsg {'found' if S._sendmmsg else 'missing'}; received {len(got)} of 100 frames, {whole} whole")
+
+
 if __name__ == "__main__":
-    ktap.run([t_ipv4_response_matches_scapy, t_ipv6_response_matches_scapy])
+    ktap.run([t_ipv4_response_matches_scapy, t_ipv6_response_matches_scapy, t_signal_storm_batch_sends_every_copy])
