@@ -171,6 +171,7 @@ ktap_check_v "responses_carry_the_receivers_flow_count" t_rcv_flows
 t_tso_bursts() {
 	python3 - "$OUT/ctl.trace" "$OUT/port.log" <<'PY'
 import re, sys
+from collections import Counter
 recs = [dict(re.findall(r"(\w+)=(\S*)", l.split("hpcc_ctl: ", 1)[1])) for l in open(sys.argv[1]) if "hpcc_ctl: " in l]
 a = [r for r in recs if r["src"].startswith("10.1.1.1:") and int(r["hook"]) == 1 and int(r["out_pacing"]) > 0]
 if not a:
@@ -185,8 +186,10 @@ allowed = max(max(1, (int(r["out_pacing"]) >> int(r["out_pacing_shift"] or 13)) 
 wire = mss + 66
 # hpcc's part: up to its last decision; cubic's: from 50 ms after it.
 last = max(int(r["now"]) for r in a)
-log = [(int(t), -(-int(w) // wire)) for t, _, sp, w, _ in (l.split() for l in open(sys.argv[2]))
-       if int(sp) == port and int(w) > 200]
+# Every flow's data skbs (above 200 bytes), read once: (time, source port, segments).
+data = [(int(t), int(sp), -(-int(w) // wire)) for t, _, sp, w, _ in (l.split() for l in open(sys.argv[2]))
+        if int(w) > 200]
+log = [(t, n) for t, sp, n in data if sp == port]
 segs = [n for t, n in log if t <= last]
 after = [n for t, n in log if t > last + 50_000_000]
 over = sum(1 for s in segs if s > allowed)
@@ -194,10 +197,11 @@ multi = sum(1 for s in after if s > 1)
 print(f"flow A with hpcc: {len(segs)} data skbs at the bottleneck, {over} above {allowed} segment(s), "
       f"the largest {max(segs, default=0)}; then with cubic: {len(after)} skbs, {multi} of more than one "
       f"segment, the largest {max(after, default=0)}")
-others = sorted(((sp, sum(-(-int(w) // wire) for t, _, sp2, w, _ in (l.split() for l in open(sys.argv[2]))
-                         if sp2 == sp and int(w) > 200)) for sp in {l.split()[2] for l in open(sys.argv[2])}
-                  if int(sp) != port), key=lambda x: -x[1])[:2]
-print(f"segments of the other flows: {others}")
+others = Counter()
+for t, sp, n in data:
+    if sp != port:
+        others[sp] += n
+print(f"segments of the other flows: {others.most_common(2)}")
 # Enough skbs for the 1% bound to mean something: a slow host (TCG, CI)
 # carries a few hundred of A's in its 4 s.
 sys.exit(0 if len(segs) >= 200 and over <= len(segs) // 100 and len(after) >= 50 and multi >= len(after) // 100 + 1

@@ -499,6 +499,7 @@ class FrameSender:
         self.s = in_netns(ns, make) if ns else make()
         smac = self.s.getsockname()[4]
         self.hdr = bytes.fromhex(dmac.replace(":", "")) + smac
+        self._n = 0  # the batch size send_many's messages are built for
 
     def frame(self, pkt):
         et = 0x86DD if pkt[0] >> 4 == 6 else 0x0800
@@ -519,7 +520,7 @@ class FrameSender:
             return
         # The messages are built once per batch size and all point at one
         # buffer: a batch costs a copy of the frame and the call.
-        if getattr(self, "_n", 0) != n:
+        if self._n != n:
             self._buf = ctypes.create_string_buffer(2048)
             self._iov = _Iovec(ctypes.cast(self._buf, ctypes.c_void_p), 0)
             self._msgs = (_Mmsghdr * n)()
