@@ -242,9 +242,9 @@ macro_rules! knob_table {
             expected_flows: H.expected_flows, Range::span(1, u32::MAX),
                 "HPCC++ N of the W_ai rule of thumb";
             wai_path: 1, Range::FLAG,
-                "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
-            wai_fair: 1, Range::FLAG,
-                "with wai_path 1, 1: a flow's W_ai is scaled by (F/Wc)^2, F its fair share of the path's BDP, min(B_j)*T/N, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 0: the same W_ai for every flow";
+                "with wai_bytes 0, 1: W_ai = min(B_j)*T*(1-eta)/(2N) (T: max(T, srtt) with wai_fair 2) once telemetry shows the path, N the receiver's flow count a response carries (else expected_flows); 0: W_init*(1-eta)/expected_flows";
+            wai_fair: 2, Range::span(0, 2),
+                "with wai_path 1, 2: a flow's W_ai is scaled by (F/Wc)^2, F its fair share of the window the path holds at its smoothed RTT, min(B_j)*max(T,srtt)/N, within 1/2 and 2, so that per-probe noise in U cannot hold windows apart; 1: the same at T, min(B_j)*T/N; 0: the same W_ai for every flow";
             rcv_count_us: 100_000, Range::zero_or(100, MAX_US),
                 "a receiver counts the hpcc flows whose probes it answered within the last 1-2 windows of this many us (longer than the senders' smoothed RTT: a flow that probes less often is missed), or of shorter ones (rcv_count_scaled), and reports the count in responses; 0 = no count";
             rcv_count_scaled: 1, Range::FLAG,

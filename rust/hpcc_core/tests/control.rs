@@ -880,15 +880,38 @@ fn fair_wai_scales_by_the_share_squared_within_a_factor_of_two() {
     assert_eq!(fair_wai_bytes(1, 5000, u32::MAX), 1);
     assert_eq!(fair_wai_bytes(u32::MAX, u64::MAX, 1), u32::MAX);
     assert_eq!(fair_wai_bytes(u32::MAX, 1, u32::MAX), u32::MAX / 2);
-    // 100 Mbit/s (12.5 MB/s), T = 2 ms, eta 0.95, 4 flows: B·T = 25,000 B,
-    // W_ai = 25,000 x 0.05 / 8 = 156 B, the fair share 6,250 B.
-    let k = Knobs::DEFAULT;
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 6250), Some(156));
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 7812), Some(99));
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 12_500), Some(78));
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 3125), Some(312));
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4, 0), Some(156));
+    // 100 Mbit/s (12.5 MB/s), T = 2 ms, eta 0.95, 4 flows, srtt at T (or
+    // below, or unknown): B·T = 25,000 B, W_ai = 25,000 x 0.05 / 8 = 156 B,
+    // the fair share 6,250 B.
+    for k in [Knobs::DEFAULT, Knobs { wai_fair: 1, ..Knobs::DEFAULT }] {
+        for srtt_us in [0, 1500, 2000] {
+            assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 4, 6250), Some(156));
+            assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 4, 7812), Some(99));
+            assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 4, 12_500), Some(78));
+            assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 4, 3125), Some(312));
+            assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 4, 0), Some(156));
+        }
+        assert_eq!(path_wai_bytes(&k, 0, 2_000_000, 2000, 4, 6250), None);
+    }
     let same = Knobs { wai_fair: 0, ..Knobs::DEFAULT };
-    assert_eq!(path_wai_bytes(&same, 12_500_000, 2_000_000, 4, 12_500), Some(156));
-    assert_eq!(path_wai_bytes(&k, 0, 2_000_000, 4, 6250), None);
+    assert_eq!(path_wai_bytes(&same, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(156));
+}
+
+/// `wai_fair` 2: where srtt is twice T the path holds twice the window, so
+/// W_ai and the fair share both double; a flow at twice B·T/N is at its
+/// share. With `wai_fair` 1 the same flow is taken for twice its share
+/// and held at the floor, W_ai/2, as every other flow would be.
+#[test]
+fn fair_wai_measures_the_share_at_the_smoothed_rtt() {
+    use hpcc_core::control::path_wai_bytes;
+    let k = Knobs::DEFAULT;
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(312));
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 15_625), Some(199));
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 6250), Some(624));
+    let at_t = Knobs { wai_fair: 1, ..Knobs::DEFAULT };
+    assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(78));
+    assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 15_625), Some(78));
+    // The largest srtt: B·srtt = 5.4·10^10 B, W_ai 3.4·10^8 B, and the
+    // window far below its share: twice that.
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, u32::MAX, 4, 12_500), Some(671_088_638));
 }

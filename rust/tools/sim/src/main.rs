@@ -1,12 +1,14 @@
 //! `hpcc-scenario`: the fluid model's figures (`-v`: per-RTT tables).
 //!
 //! * default, or `--profile module|drafts [--set KNOB=VALUE ...]
-//!   [--incumbents N] [--probe-backlog BYTES] [--csv FILE]`: every sender
-//!   runs the module's controller with that profile's knobs, on the VM
-//!   bench's path (one flow; N flows, 3 by default, and one more joining,
-//!   whose per-RTT rates `--csv` writes), each probe meeting BYTES of
-//!   backlog on average on top of the fluid queue (0 by default;
-//!   `ModuleScenario::probe_backlog_bytes`);
+//!   [--incumbents N] [--probe-backlog BYTES] [--host-delay-us US]
+//!   [--csv FILE]`: every sender runs the module's controller with that
+//!   profile's knobs, on the VM bench's path (one flow; N flows, 3 by
+//!   default, and one more joining, whose per-RTT rates `--csv` writes),
+//!   each probe meeting BYTES of backlog on average on top of the fluid
+//!   queue (0 by default; `ModuleScenario::probe_backlog_bytes`), every ACK
+//!   and response US later at the sender (0 by default, a multiple of 10;
+//!   `ModuleScenario::host_delay_ns`);
 //! * `--law`: the drafts' law alone on the standard 100 Gb/s scenarios
 //!   (per-ACK samples, no probes);
 //! * `--trace`: prints, as replay JSONL, the samples flow 0 receives in a
@@ -101,9 +103,14 @@ fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
 /// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms):
 /// one flow, then `inc` flows (3 by default) with one more joining; `csv`:
 /// a file for the join run's per-RTT rates (`rtt,util,queue_bdp,mbps...`).
-fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, backlog: u32, csv: Option<&str>) {
+fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, (backlog, host_us): (u32, u64), csv: Option<&str>) {
     let t = 2_000_000u64;
-    let one = ModuleScenario { probe_backlog_bytes: backlog, ..ModuleScenario::vm_bench(vec![0], 400 * t, k) };
+    let host_delay_ns = host_us * 1000;
+    let one = ModuleScenario {
+        probe_backlog_bytes: backlog,
+        host_delay_ns,
+        ..ModuleScenario::vm_bench(vec![0], 400 * t, k)
+    };
     let bdp = one.bdp();
     let r = module::run(&one);
     println!("== profile {name}: 1 flow, 100 Mbit/s, T = 2 ms, BDP {bdp:.0} B");
@@ -120,7 +127,11 @@ fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, backlog: u32, 
     let rtts = 800usize;
     let mut starts = vec![0; inc];
     starts.push(join as u64 * t);
-    let sc = ModuleScenario { probe_backlog_bytes: backlog, ..ModuleScenario::vm_bench(starts, rtts as u64 * t, k) };
+    let sc = ModuleScenario {
+        probe_backlog_bytes: backlog,
+        host_delay_ns,
+        ..ModuleScenario::vm_bench(starts, rtts as u64 * t, k)
+    };
     let r = module::run(&sc);
     println!("== profile {name}: {inc} flows, one more joins at RTT {join}");
     if let Some(path) = csv {
@@ -217,7 +228,16 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        module_report(name, k, args.iter().any(|a| a == "-v"), inc, backlog, after("--csv").map(String::as_str));
+        let host_us = match after("--host-delay-us").map(|v| v.parse::<u64>()) {
+            None => 0,
+            Some(Ok(us)) if us % 10 == 0 && us <= 1_000_000 => us,
+            Some(_) => {
+                eprintln!("--host-delay-us: expected a multiple of 10 up to 10^6");
+                std::process::exit(2);
+            }
+        };
+        let csv = after("--csv").map(String::as_str);
+        module_report(name, k, args.iter().any(|a| a == "-v"), inc, (backlog, host_us), csv);
         return;
     }
     if args.iter().any(|a| a == "--trace") {

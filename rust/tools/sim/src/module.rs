@@ -55,6 +55,13 @@ pub struct ModuleScenario {
     /// where the fluid queue is empty. Only the stamp: the model's data
     /// still meets the fluid queue.
     pub probe_backlog_bytes: u32,
+    /// Delay the sender's host adds to every ACK and response, ns (a
+    /// multiple of `dt_ns`; 0: none). The flow's minimum RTT stays `T`:
+    /// it models a host delay that varies, whose minimum the flow sees
+    /// but whose mean lengthens its smoothed RTT, as in the VM, where srtt
+    /// ran at 1.35 T at 100 Mbit/s and 1.9 T at 200 Mbit/s while T was the
+    /// minimum. The windows that carry a rate then scale with srtt, not T.
+    pub host_delay_ns: u64,
 }
 
 impl ModuleScenario {
@@ -75,6 +82,7 @@ impl ModuleScenario {
             duration_ns,
             knobs,
             probe_backlog_bytes: 0,
+            host_delay_ns: 0,
         }
     }
 }
@@ -124,6 +132,8 @@ struct Sender {
     probes: VecDeque<Probe>,
     /// Responses on their way back: (arrival step, snd_nxt, INT bytes).
     responses: VecDeque<(usize, u32, Vec<u8>)>,
+    /// ACKed bytes held by the host delay: (arrival step, bytes).
+    acks: VecDeque<(usize, f64)>,
 }
 
 /// Runs a scenario; statistics per base RTT as [`crate::run`] gives them
@@ -137,6 +147,8 @@ pub fn run(sc: &ModuleScenario) -> Run {
     let k = &sc.knobs;
     let mss = f64::from(sc.mss);
     let t_us = u32::try_from(sc.base_rtt_ns / 1000).unwrap_or(u32::MAX).max(1);
+    let host_steps = (sc.host_delay_ns / sc.dt_ns) as usize;
+    let host_us = u32::try_from(sc.host_delay_ns / 1000).unwrap_or(u32::MAX);
 
     let mut flows: Vec<Sender> = (0..n)
         .map(|i| Sender {
@@ -153,6 +165,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
             acked_segs: 0,
             probes: VecDeque::new(),
             responses: VecDeque::new(),
+            acks: VecDeque::new(),
         })
         .collect();
     let mut acked_hist = vec![vec![0.0f64; ring]; n];
@@ -163,7 +176,8 @@ pub fn run(sc: &ModuleScenario) -> Run {
     for step in 0..total_steps {
         let now = step as u64 * sc.dt_ns;
         let slot = step % ring;
-        let srtt_us = t_us.saturating_add((port.queue / cap * sc.dt_ns as f64 / 1000.0) as u32);
+        let srtt_us =
+            t_us.saturating_add(host_us).saturating_add((port.queue / cap * sc.dt_ns as f64 / 1000.0) as u32);
         let conn = |f: &Sender, cwnd: u32| {
             let inflight = ((f.sent - f.acked) / mss).ceil().max(0.0) as u32;
             Conn {
@@ -194,6 +208,16 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.f = s.wants_flow_on_tx_start(k, &c).then(|| FlowCtl::new(k, &c)).flatten();
             }
             let got = port.acked(i, step);
+            let got = if host_steps == 0 {
+                got
+            } else {
+                f.acks.push_back((step + host_steps, got));
+                let mut due = 0.0;
+                while f.acks.front().is_some_and(|a| a.0 <= step) {
+                    due += f.acks.pop_front().expect("front").1;
+                }
+                due
+            };
             f.acked += got;
             acked_hist[i][slot] = f.acked;
             if !f.active {
@@ -238,7 +262,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 let mut buf = vec![0u8; wire::encoded_len(2)];
                 wire::encode(&st, &mut buf).expect("encode");
                 wire::set_rcv_flows(&mut buf, rcv_flows);
-                f.responses.push_back((step + qdelay_steps + steps_half, p.snd_nxt, buf));
+                f.responses.push_back((step + qdelay_steps + steps_half + host_steps, p.snd_nxt, buf));
             }
         }
         // ACKs and responses at the senders: one controller call each step.
