@@ -498,7 +498,8 @@ pub fn default_pacing(cwnd: u32, ssthresh: u32, packets_out: u32, mss: u32, srtt
 ///
 /// The window the path holds is min(B_j)·RTT. The drafts take RTT = T, the
 /// base RTT; with `wai_fair` 2 (the default) it is max(T, srtt), the
-/// flow's smoothed RTT (`srtt_us`), and each flow's W_ai is then scaled by
+/// flow's smoothed RTT (`srtt_us`), at most N path caps (`path_cap_pct`%
+/// of B·T, the most the law lets one window hold), and each flow's W_ai is then scaled by
 /// the square of its fair share of that window, B·RTT/N, over its
 /// reference window `wc_bytes` ([`fair_wai_bytes`]). With `wai_fair` 1 both
 /// use T; with 0, T and no scaling.
@@ -523,14 +524,23 @@ pub fn path_wai_bytes(k: &Knobs, path_rate: u64, base_rtt_ns: u64, srtt_us: u32,
         0 => u64::from(k.expected_flows.max(1)),
         n => u64::from(n),
     };
+    // B·T: bytes/s (below 2^37 for 800 Gb/s) times µs (at most 10^6).
     let t_us = base_rtt_ns / 1000;
-    let rtt_us = match k.wai_fair {
-        2 => t_us.max(u64::from(srtt_us)),
-        _ => t_us,
+    let bdp = path_rate.saturating_mul(t_us) / 1_000_000;
+    let held = match k.wai_fair {
+        // B·srtt saturates only for an srtt above 10^5 s. No flow's
+        // window exceeds the path cap, path_cap_pct% of B·T: N flows hold
+        // at most N of it (one flow alone, whose srtt is longer than T,
+        // gets the W_ai of a window at the cap).
+        2 => {
+            let at_srtt = path_rate.saturating_mul(t_us.max(u64::from(srtt_us))) / 1_000_000;
+            match k.path_cap_pct {
+                0 => at_srtt,
+                pct => at_srtt.min((bdp.saturating_mul(u64::from(pct)) / 100).saturating_mul(n)),
+            }
+        }
+        _ => bdp,
     };
-    // B·RTT: bytes/s (below 2^37 for 800 Gb/s) times µs; saturates only
-    // for an RTT above 10^5 s.
-    let held = path_rate.saturating_mul(rtt_us) / 1_000_000;
     let spare = u64::from(1_000_000u32.saturating_sub(k.eta_ppm));
     let w = (held.saturating_mul(spare) / 1_000_000).checked_div(n.saturating_mul(2)).unwrap_or(0);
     let w = u32::try_from(w).unwrap_or(u32::MAX).max(1);

@@ -911,7 +911,18 @@ fn fair_wai_measures_the_share_at_the_smoothed_rtt() {
     let at_t = Knobs { wai_fair: 1, ..Knobs::DEFAULT };
     assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(78));
     assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 15_625), Some(78));
+    // One flow alone with srtt 1.35 T: no window may exceed the path cap,
+    // B·T, so W_ai and the share are those of a window at the cap
+    // (25,000 B: W_ai 625 B); with no cap, of B·srtt (33,750 B: 843 B,
+    // and a window at B·T well below that share gets twice it).
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 2700, 1, 25_000), Some(625));
+    let uncapped = Knobs { path_cap_pct: 0, ..Knobs::DEFAULT };
+    assert_eq!(path_wai_bytes(&uncapped, 12_500_000, 2_000_000, 2700, 1, 25_000), Some(1536));
+    // Four flows at 1.35 T hold 1.35 B·T, below four caps.
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 2700, 4, 8437), path_wai_bytes(&uncapped, 12_500_000, 2_000_000, 2700, 4, 8437));
     // The largest srtt: B·srtt = 5.4·10^10 B, W_ai 3.4·10^8 B, and the
     // window far below its share: twice that.
-    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, u32::MAX, 4, 12_500), Some(671_088_638));
+    assert_eq!(path_wai_bytes(&uncapped, 12_500_000, 2_000_000, u32::MAX, 4, 12_500), Some(671_088_638));
+    // With the cap, four flows hold at most 4·B·T = 100,000 B.
+    assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, u32::MAX, 4, 12_500), Some(1250));
 }
