@@ -66,9 +66,10 @@ struct int_sw_hist {
  * Packet log: every skb that reaches the port (dropped ones too), in a ring
  * of INT_SW_LOG_LEN records; record i % INT_SW_LOG_LEN is the i-th packet,
  * plogi holds how many were logged. For attributing queue build-ups to flows
- * and instants (intsw.py log).
+ * and instants (intsw.py log). 2 MB: it reaches back about 8 s at 200 Mbit/s in
+ * 1,448-byte packets, over a late joiner's whole run (bench_join).
  */
-#define INT_SW_LOG_LEN		65536
+#define INT_SW_LOG_LEN		131072
 
 #define INT_SW_LOG_DROPPED		0x80000000U	/* in backlog_flags */
 

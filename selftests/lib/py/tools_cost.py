@@ -5,7 +5,7 @@ not replace, measured where the tests run (as root; in the VM under TCG):
 
   - building a response: scapy against hpcc_wire.tcp_packet;
   - reading a pinned array map: a bpftool -j process against the bpf(2)
-    syscall (intsw.SyscallMap), and a bpftool dump of a packet log's 65,536 records;
+    syscall (intsw.SyscallMap), and a bpftool dump of a packet log's records (intsw.LOG_LEN);
   - reading a root qdisc's counters: intsw.RootQdisc (rtnetlink by hand)
     against pyroute2 and against a `tc -s` process;
   - starting python, and importing pyroute2 and scapy.
@@ -48,9 +48,9 @@ def main():
         out["map_syscall_us"] = per_op_us(c.lookup, 2000)
     finally:
         os.unlink(pin)
-    # The emulator's packet log: 65,536 records of 16 bytes, in one dump.
-    subprocess.run(["bpftool", "map", "create", pin, "type", "array", "key", "4", "value", "16",
-                    "entries", "65536", "name", "tools_cost"], check=True)
+    # The emulator's packet log: LOG_LEN records of 16 bytes, in one dump.
+    subprocess.run(["bpftool", "map", "create", pin, "type", "array", "key", "4", "value", str(intsw.LOG.size),
+                    "entries", str(intsw.LOG_LEN), "name", "tools_cost"], check=True)
     try:
         out["log_dump_bpftool_us"] = per_op_us(
             lambda: json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "pinned", pin],
