@@ -905,10 +905,10 @@ fn fair_wai_scales_by_the_share_squared_within_a_factor_of_two() {
 fn fair_wai_measures_the_share_at_the_smoothed_rtt() {
     use hpcc_core::control::path_wai_bytes;
     let k = Knobs::DEFAULT;
+    let at_t = Knobs { wai_fair: 1, ..Knobs::DEFAULT };
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(312));
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 15_625), Some(199));
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 4000, 4, 6250), Some(624));
-    let at_t = Knobs { wai_fair: 1, ..Knobs::DEFAULT };
     assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 12_500), Some(78));
     assert_eq!(path_wai_bytes(&at_t, 12_500_000, 2_000_000, 4000, 4, 15_625), Some(78));
     // One flow alone with srtt 1.35 T: no window may exceed the path cap,
@@ -916,6 +916,14 @@ fn fair_wai_measures_the_share_at_the_smoothed_rtt() {
     // (25,000 B: W_ai 625 B); with no cap, of B·srtt (33,750 B: 843 B,
     // and a window at B·T well below that share gets twice it).
     assert_eq!(path_wai_bytes(&k, 12_500_000, 2_000_000, 2700, 1, 25_000), Some(625));
+    // One flow alone, whatever its srtt, gets exactly what it got with
+    // the share at T (`wai_fair` 1): its window is at the cap either way.
+    for srtt_us in [0, 1000, 2000, 2700, 10_000, u32::MAX] {
+        for wc in [0, 5000, 25_000, 40_000] {
+            let got = path_wai_bytes(&k, 12_500_000, 2_000_000, srtt_us, 1, wc);
+            assert_eq!(got, path_wai_bytes(&at_t, 12_500_000, 2_000_000, srtt_us, 1, wc), "srtt {srtt_us} wc {wc}");
+        }
+    }
     let uncapped = Knobs { path_cap_pct: 0, ..Knobs::DEFAULT };
     assert_eq!(path_wai_bytes(&uncapped, 12_500_000, 2_000_000, 2700, 1, 25_000), Some(1536));
     // Four flows at 1.35 T hold 1.35 B·T, below four caps.
