@@ -100,17 +100,13 @@ fn joiner_report(inc: usize, expected: u32, wire: bool, verbose: bool) {
     );
 }
 
-/// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms):
-/// one flow, then `inc` flows (3 by default) with one more joining; `csv`:
-/// a file for the join run's per-RTT rates (`rtt,util,queue_bdp,mbps...`).
-fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, (backlog, host_us): (u32, u64), csv: Option<&str>) {
-    let t = 2_000_000u64;
-    let host_delay_ns = host_us * 1000;
-    let one = ModuleScenario {
-        probe_backlog_bytes: backlog,
-        host_delay_ns,
-        ..ModuleScenario::vm_bench(vec![0], 400 * t, k)
-    };
+/// The module's controller on the VM bench's path (100 Mbit/s, T = 2 ms)
+/// as `base` sets it up (knobs, probe backlog, host delay): one flow, then
+/// `inc` flows (3 by default) with one more joining; `csv`: a file for the
+/// join run's per-RTT rates (`rtt,util,queue_bdp,mbps...`).
+fn module_report(name: &str, base: &ModuleScenario, verbose: bool, inc: usize, csv: Option<&str>) {
+    let t = base.base_rtt_ns;
+    let one = ModuleScenario { starts_ns: vec![0], duration_ns: 400 * t, ..base.clone() };
     let bdp = one.bdp();
     let r = module::run(&one);
     println!("== profile {name}: 1 flow, 100 Mbit/s, T = 2 ms, BDP {bdp:.0} B");
@@ -127,11 +123,7 @@ fn module_report(name: &str, k: Knobs, verbose: bool, inc: usize, (backlog, host
     let rtts = 800usize;
     let mut starts = vec![0; inc];
     starts.push(join as u64 * t);
-    let sc = ModuleScenario {
-        probe_backlog_bytes: backlog,
-        host_delay_ns,
-        ..ModuleScenario::vm_bench(starts, rtts as u64 * t, k)
-    };
+    let sc = ModuleScenario { starts_ns: starts, duration_ns: rtts as u64 * t, ..base.clone() };
     let r = module::run(&sc);
     println!("== profile {name}: {inc} flows, one more joins at RTT {join}");
     if let Some(path) = csv {
@@ -236,8 +228,12 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        let csv = after("--csv").map(String::as_str);
-        module_report(name, k, args.iter().any(|a| a == "-v"), inc, (backlog, host_us), csv);
+        let base = ModuleScenario {
+            probe_backlog_bytes: backlog,
+            host_delay_ns: host_us * 1000,
+            ..ModuleScenario::vm_bench(Vec::new(), 0, k)
+        };
+        module_report(name, &base, args.iter().any(|a| a == "-v"), inc, after("--csv").map(String::as_str));
         return;
     }
     if args.iter().any(|a| a == "--trace") {

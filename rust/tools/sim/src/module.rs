@@ -207,18 +207,13 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.rate = d.pacing_rate;
                 f.f = s.wants_flow_on_tx_start(k, &c).then(|| FlowCtl::new(k, &c)).flatten();
             }
-            let got = port.acked(i, step);
-            let got = if host_steps == 0 {
-                got
-            } else {
-                f.acks.push_back((step + host_steps, got));
-                let mut due = 0.0;
-                while f.acks.front().is_some_and(|a| a.0 <= step) {
-                    due += f.acks.pop_front().expect("front").1;
-                }
-                due
-            };
-            f.acked += got;
+            // What the port delivers now reaches the ACK clock host_steps
+            // later (now, without host delay).
+            f.acks.push_back((step + host_steps, port.acked(i, step)));
+            while let Some(&(_, got)) = f.acks.front().filter(|a| a.0 <= step) {
+                f.acks.pop_front();
+                f.acked += got;
+            }
             acked_hist[i][slot] = f.acked;
             if !f.active {
                 continue;
