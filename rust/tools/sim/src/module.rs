@@ -62,6 +62,9 @@ pub struct ModuleScenario {
     /// ran at 1.35 T at 100 Mbit/s and 1.9 T at 200 Mbit/s while T was the
     /// minimum. The windows that carry a rate then scale with srtt, not T.
     pub host_delay_ns: u64,
+    /// When each flow stops sending, ns (a flow without an entry never
+    /// does): it sends nothing more, and leaves the receiver's count.
+    pub ends_ns: Vec<u64>,
 }
 
 impl ModuleScenario {
@@ -83,6 +86,7 @@ impl ModuleScenario {
             knobs,
             probe_backlog_bytes: 0,
             host_delay_ns: 0,
+            ends_ns: Vec::new(),
         }
     }
 }
@@ -215,7 +219,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.acked += got;
             }
             acked_hist[i][slot] = f.acked;
-            if !f.active {
+            if !f.active || sc.ends_ns.get(i).is_some_and(|&e| now >= e) {
                 continue;
             }
             let inflight = f.sent - f.acked;
@@ -242,7 +246,12 @@ pub fn run(sc: &ModuleScenario) -> Run {
         // Probes at the bottleneck: stamped, answered after the queue.
         let qdelay_steps = (queue / cap).ceil() as usize;
         // The receiver's flow count (rcv_count_us): the flows started.
-        let rcv_flows = if k.rcv_count_us == 0 { 0 } else { flows.iter().filter(|f| f.active).count() as u16 };
+        let rcv_flows = if k.rcv_count_us == 0 {
+            0
+        } else {
+            let on = |(i, f): &(usize, &Sender)| f.active && sc.ends_ns.get(*i).is_none_or(|&e| now < e);
+            flows.iter().enumerate().filter(on).count() as u16
+        };
         for f in flows.iter_mut() {
             while f.probes.front().is_some_and(|p| p.at_switch <= step) {
                 let p = f.probes.pop_front().expect("front");
