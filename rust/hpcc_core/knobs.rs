@@ -282,7 +282,9 @@ macro_rules! knob_table {
             u_weight_pct: 100, Range::span(1, MAX_U_WEIGHT_PCT),
                 "HPCC++ weight of one sample in the EWMA of U, percent of the drafts' tau/T";
             max_increase_pct: 110, Range::zero_or(MIN_MAX_INCREASE_PCT, MAX_MAX_INCREASE_PCT),
-                "largest growth of W over Wc in one update, percent (at least 200 while U <= eta/2); 0 = none, the drafts";
+                "largest growth of W over Wc in one update, percent (at least 200 at a low U, see low_u_pct); 0 = none, the drafts";
+            low_u_pct: 75, Range::span(0, 100),
+                "with max_increase_pct set, a U at or below this percent of eta is a peer that left: the update is multiplicative whatever the additive stage, and may grow W to 200% of Wc (the law's eta/U down to eta/2); 0 = the x2 bound only, at U <= eta/2";
             qlen_min_filter: 0, Range::FLAG,
                 "1: queue term min(qlen, previous qlen), the drafts (with one probe per RTT it reacts an RTT late); 0: the current qlen";
             max_flows_per_netns: 0, Range::span(0, 1 << 31),
@@ -487,11 +489,12 @@ impl Knobs {
     ///   telemetry, not slow start, sizes a longer one;
     /// - every committed update is multiplicative (`max_stage` 0, the
     ///   authors' maxStage) and unbounded (`max_increase_pct` 0), so that a
-    ///   long flow whose peers left regrows to the link in one update
-    ///   instead of by 10% per two. The module's 1 and 110 guard against
-    ///   flows that read the same low U after a host stall, measured on the
-    ///   VM's 100 Mbit/s path; in the 100 Gbit/s fabric they cost flows over
-    ///   1 MB a sixth of their rate (docs/results.md);
+    ///   long flow whose peers left regrows to the link in one update. The
+    ///   module's 1 and 110 guard against flows that read the same U a
+    ///   little below eta (`low_u_pct` lifts both for a U below 3/4 of
+    ///   eta), measured on the VM's 100 Mbit/s path; in the 100 Gbit/s
+    ///   fabric, before `low_u_pct`, they cost flows over 1 MB a sixth of
+    ///   their rate (docs/results.md);
     /// - every flow adds the same W_ai (`wai_fair` 0), the authors' AI:
     ///   the fair-share scaling is measured on the VM's path only;
     /// - the receiver counts over `rcv_count_us` for every probe
@@ -576,6 +579,7 @@ impl Knobs {
             path_cap_pct: self.path_cap_pct,
             u_weight_pct: self.u_weight_pct,
             max_increase_pct: self.max_increase_pct,
+            low_u_pct: self.low_u_pct,
             qlen_min_filter: self.qlen_min_filter == 1,
         }
     }

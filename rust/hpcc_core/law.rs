@@ -35,12 +35,19 @@
 //!   still double it per update.
 //! * **Bounded increase** (`max_increase_pct`, off in the drafts'
 //!   defaults): an update may not raise `W` above `Wc·pct/100`, so flows
-//!   that all read the same low `U` cannot together overshoot the link by
-//!   more than that factor in one round. While `U ≤ eta/2` the bound is
-//!   at least ×2 ([`LOW_U_INCREASE_PCT`]): flows that all double then
-//!   still stay below eta, and a flow alone on a link that has emptied
-//!   (after a burst drove it to its minimum window) regains its share in a
-//!   few updates instead of tens.
+//!   that all read the same `U` a little below eta (noise in the probes'
+//!   snapshots, or a short host stall) cannot together overshoot the link
+//!   by more than that factor in one round. A low `U`, at most `low_u_pct`
+//!   percent of eta (75 in the module), is a peer that left, not noise:
+//!   the update is then multiplicative whatever `incStage`, and its bound
+//!   is at least ×2 ([`LOW_U_INCREASE_PCT`]), which the law's own step
+//!   eta/U stays within down to `U = eta/2`. A flow whose peer left takes
+//!   the port back in one or two updates instead of by one segment per two
+//!   (the fluid model's
+//!   `the_remaining_flow_takes_the_port_back_within_five_rtts`), and a flow
+//!   alone on a link that has emptied (after a burst drove it to its
+//!   minimum window) doubles per update. `low_u_pct` 0 keeps the rule
+//!   before it: the ×2 bound alone, at `U ≤ eta/2`.
 //! * **Path BDP cap** (`path_cap_pct`, off in the drafts' defaults). `cap =
 //!   path_cap_pct% · min_j(B_j)·T`, the slowest hop's bandwidth-delay
 //!   product. A flow alone on the path reaches `U = 1` at `W = B·T`, so a
@@ -202,8 +209,12 @@ struct HopRecord {
 const F_RECORDS: u8 = 1;
 const F_SEQ: u8 = 2;
 const F_TIME: u8 = 4;
-/// The bounded increase while `U ≤ eta/2`: at most ×2 per update (module docs).
+/// The bounded increase at a low `U` (`low_u_pct`): at least ×2 per
+/// update (module docs).
 pub const LOW_U_INCREASE_PCT: u32 = 200;
+/// With `low_u_pct` 0, the ×2 bound alone applies at or below this percent
+/// of eta.
+pub const LOW_U_BOUND_ONLY_PCT: u32 = 50;
 /// Window validation: `W ≤ max(USED_WINDOW_GAIN · (used + min_window), Wc)`
 /// (module docs).
 pub const USED_WINDOW_GAIN: u64 = 2;
@@ -746,18 +757,25 @@ impl HpccFlow {
 
     /// ComputeWind(U, updateWc), with `W ≤ cap` (Q47.16 bytes).
     fn compute_wind(&mut self, p: &HpccParams, update_wc: bool, cap: u64) {
-        let multiplicative = self.u >= p.eta_thresh || self.inc_stage >= p.config().max_stage;
+        let mut inc = p.config().max_increase_pct;
+        // A low U: a peer left (module docs); low_u_pct 0, the rule before
+        // it: the ×2 bound at U ≤ eta/2, and the stage as it is.
+        let low_pct = match p.config().low_u_pct {
+            0 => LOW_U_BOUND_ONLY_PCT,
+            pct => pct,
+        };
+        let low_u = inc != 0 && self.u.saturating_mul(100) <= p.eta_thresh.saturating_mul(u64::from(low_pct));
+        let skip_stage = low_u && p.config().low_u_pct != 0;
+        let multiplicative = self.u >= p.eta_thresh || self.inc_stage >= p.config().max_stage || skip_stage;
         let base = if multiplicative {
             wc_eta_over_u(self.wc, p.config().eta_ppm, self.u)
         } else {
             self.wc
         };
         let mut w = base.saturating_add(p.wai_q).min(p.max_q).min(cap);
-        let mut inc = p.config().max_increase_pct;
         if inc != 0 {
-            // While U ≤ eta/2 even every flow doubling at once stays below
-            // eta: up to ×LOW_U_INCREASE_PCT/100 then.
-            if self.u.saturating_mul(2) <= p.eta_thresh {
+            // At a low U the law's step, eta/U, up to ×LOW_U_INCREASE_PCT/100.
+            if low_u {
                 inc = inc.max(LOW_U_INCREASE_PCT);
             }
             // Wc < 2^48 (Q16 of ≤ 2^32 bytes), inc ≤ 1000: no overflow.

@@ -64,6 +64,12 @@ pub struct HpccConfig {
     /// Largest growth of `W` over `Wc` in one update, in percent of `Wc`:
     /// `0` (no bound, the drafts' law) or `101..=1000`.
     pub max_increase_pct: u32,
+    /// A low `U`, in percent of eta (`0..=100`), with `max_increase_pct`
+    /// set: an update at or below it is multiplicative whatever `incStage`
+    /// and may grow `W` to at least twice `Wc`, the law's own step down to
+    /// eta/2 (a peer left: noise near eta does not read this low). `0`: the
+    /// rule before this field, the ×2 bound only, at `U ≤ eta/2`.
+    pub low_u_pct: u32,
     /// The queue term of `u'`: `true` uses `min(qlen, previous qlen)` of
     /// the hop, the drafts' filter against noise in qlen; `false` uses the
     /// current qlen. With per-packet INT the previous record is one packet
@@ -106,6 +112,8 @@ pub enum ParamError {
     UWeight,
     /// `max_increase_pct` is not 0 or in 101..=1000.
     MaxIncrease,
+    /// `low_u_pct` is above 100.
+    LowU,
 }
 
 impl ParamError {
@@ -121,6 +129,7 @@ impl ParamError {
             Self::PathCap => "path BDP cap must be 0 (off) or 1..=1000 percent",
             Self::UWeight => "U sample weight must be 1..=100 percent of tau/T",
             Self::MaxIncrease => "max increase must be 0 (off) or 101..=1000 percent of Wc",
+            Self::LowU => "low U must be 0..=100 percent of eta",
         }
     }
 }
@@ -142,6 +151,7 @@ impl HpccConfig {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        low_u_pct: 0,
         qlen_min_filter: true,
     };
 
@@ -168,6 +178,9 @@ impl HpccConfig {
         }
         if self.max_increase_pct != 0 && !(MIN_MAX_INCREASE_PCT..=MAX_MAX_INCREASE_PCT).contains(&self.max_increase_pct) {
             return Err(ParamError::MaxIncrease);
+        }
+        if self.low_u_pct > 100 {
+            return Err(ParamError::LowU);
         }
         let wai = if self.wai_bytes == 0 {
             if self.expected_flows == 0 {

@@ -336,8 +336,12 @@ fn a_probe_says_how_far_apart_its_flows_probes_are() {
 /// returns the controller state and the decisions.
 #[test]
 fn fresh_telemetry_sets_cwnd_and_pacing_then_expires() {
-    // The drafts' law without the path cap: W grows by its bounded step.
+    // Without the path cap, U = 0.5 is a low U (below 75% of eta): the
+    // update is the law's own step, W = Wc·eta/U + W_ai, within ×2.
     let w = fresh_telemetry(&Knobs { path_cap_pct: 0, ..Knobs::DEFAULT });
+    assert!(w > 65_536 * 19 / 10 && w <= 65_536 * 2, "W {w}");
+    // Without the low-U rule W grows by its bounded additive step.
+    let w = fresh_telemetry(&Knobs { path_cap_pct: 0, low_u_pct: 0, ..Knobs::DEFAULT });
     assert!(w > 65_536 && w <= 65_536 * 110 / 100 + 1, "W {w}");
     // The defaults bound W by the path's BDP, B·T (12500 B at 1 ms).
     assert_eq!(fresh_telemetry(&Knobs::DEFAULT), (B * u64::from(T_US) / 1_000_000) as u32);
@@ -360,7 +364,7 @@ fn fresh_telemetry(k: &Knobs) -> u32 {
     assert!(d.notes.has(Note::FallbackAck), "one sample only records: not fresh yet");
     let t = d.trace.unwrap();
     assert_eq!((t.event, t.n_hops, t.cwnd), (0, 1, 45));
-    // 1 ms later the port sent 0.5 BDP: U = 0.5 < eta, W grows (≤ 110%).
+    // 1 ms later the port sent 0.5 BDP: U = 0.5 < eta, W grows.
     let c1 = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c0 };
     let r2 = int(2_000_000, B / 2000, 0);
     let d = s.on_ack(&k, &c1, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sfc)));

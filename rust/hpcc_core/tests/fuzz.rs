@@ -50,6 +50,7 @@ fn random_params(rng: &mut Rng) -> HpccParams {
             path_cap_pct: pick(rng, &[0, 1, 100, 1000]) as u32,
             u_weight_pct: pick(rng, &[0, 1, 50, 100, 101]) as u32,
             max_increase_pct: pick(rng, &[0, 100, 101, 125, 1000, 1001]) as u32,
+            low_u_pct: pick(rng, &[0, 1, 50, 75, 100, 101]) as u32,
             qlen_min_filter: rng.range(0, 1) == 1,
         };
         if let Ok(p) = c.validate() {

@@ -23,6 +23,7 @@ fn cfg() -> HpccConfig {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        low_u_pct: 0,
         qlen_min_filter: true,
     }
 }
@@ -580,6 +581,34 @@ fn max_increase_bounds_one_update_and_leaves_decreases_alone() {
     for bad in [100, 1001, 50] {
         assert_eq!(HpccConfig { max_increase_pct: bad, ..cfg() }.validate().unwrap_err(), ParamError::MaxIncrease);
     }
+}
+
+/// A low U (at most `low_u_pct`% of eta) with the increase bounded: the
+/// law's multiplicative step whatever the additive stage, within ×2. Above
+/// it, or with `low_u_pct` 0, the stage's additive step; with no bound
+/// (the drafts), the stage alone decides.
+#[test]
+fn a_low_u_is_a_multiplicative_step_whatever_the_stage() {
+    let after = |low_u_pct: u32, max_increase_pct: u32, util_ppm: u64| {
+        let p = params(HpccConfig { max_stage: 3, max_increase_pct, low_u_pct, ..cfg() });
+        let mut f = HpccFlow::new(&p);
+        let mut path = Path::new(1);
+        f.on_sample(&p, &path.sample(0));
+        path.round(&mut f, &p, util_ppm).window_bytes
+    };
+    let additive = BDP as u32 + 1_000;
+    // U = 0.6 ≤ 0.75·0.95: W = Wc·0.95/0.6 + W_ai.
+    let law = (BDP as f64 * 0.95 / 0.6) as u32 + 1_000;
+    assert!(after(75, 110, 600_000).abs_diff(law) <= 1, "{} against {law}", after(75, 110, 600_000));
+    // At U = 0.3 the law's ×3.2 is bounded at ×2.
+    assert_eq!(after(75, 110, 300_000), 2 * BDP as u32);
+    // U = 0.8 is not low: the additive stage, as with the rule off.
+    assert_eq!(after(75, 110, 800_000), additive);
+    assert_eq!(after(0, 110, 600_000), additive);
+    assert_eq!(after(0, 110, 300_000), additive);
+    // Without the bound the rule is off: the drafts' stages.
+    assert_eq!(after(75, 0, 600_000), additive);
+    assert_eq!(HpccConfig { low_u_pct: 101, ..cfg() }.validate().unwrap_err(), ParamError::LowU);
 }
 
 #[test]

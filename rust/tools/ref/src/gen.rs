@@ -105,6 +105,7 @@ pub fn random_setup(rng: &mut Rng) -> Setup {
             path_cap_pct: if rng.chance(0.5) { 0 } else { rng.range(50, 400) as u32 },
             u_weight_pct: if rng.chance(0.5) { 100 } else { rng.range(1, 100) as u32 },
             max_increase_pct: if rng.chance(0.5) { 0 } else { rng.range(101, 400) as u32 },
+            low_u_pct: if rng.chance(0.5) { 0 } else { rng.range(1, 100) as u32 },
             qlen_min_filter: rng.chance(0.5),
         };
         if cfg.validate().is_ok() {

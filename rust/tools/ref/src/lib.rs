@@ -41,6 +41,8 @@ pub struct RefParams {
     pub u_weight: f64,
     /// Largest W/Wc of one update (0: none).
     pub max_increase: f64,
+    /// `low_u_pct` (0: the ×2 bound alone, at U ≤ eta/2).
+    pub low_u_pct: u32,
     /// The drafts' `min(qlen, previous qlen)` (true) or the current qlen.
     pub qlen_min_filter: bool,
 }
@@ -63,6 +65,7 @@ impl RefParams {
             path_cap: f64::from(c.path_cap_pct) / 100.0,
             u_weight: f64::from(c.u_weight_pct) / 100.0,
             max_increase: f64::from(c.max_increase_pct) / 100.0,
+            low_u_pct: c.low_u_pct,
             qlen_min_filter: c.qlen_min_filter,
         }
     }
@@ -207,7 +210,15 @@ impl RefFlow {
             }
         };
         // ComputeWind.
-        let md = self.u >= p.eta || self.inc_stage >= p.max_stage;
+        // A low U (at most low_u_pct% of eta) with the bounded increase on:
+        // a multiplicative step whatever the stage, bounded at ×2 at least;
+        // low_u_pct 0: the ×2 bound alone, at U ≤ eta/2.
+        let low_pct = match p.low_u_pct {
+            0 => hpcc_core::law::LOW_U_BOUND_ONLY_PCT,
+            pct => pct,
+        };
+        let low_u = p.max_increase > 0.0 && 100.0 * self.u <= p.eta * f64::from(low_pct);
+        let md = self.u >= p.eta || self.inc_stage >= p.max_stage || (low_u && p.low_u_pct != 0);
         let w = if md {
             if self.u == 0.0 {
                 f64::INFINITY
@@ -218,8 +229,8 @@ impl RefFlow {
             self.wc + p.wai
         };
         let w = w.min(p.max).min(cap);
-        // Bounded increase, at least ×2 while U ≤ eta/2.
-        let inc = if 2.0 * self.u <= p.eta {
+        // Bounded increase, at least ×2 at a low U.
+        let inc = if low_u {
             p.max_increase.max(f64::from(hpcc_core::law::LOW_U_INCREASE_PCT) / 100.0)
         } else {
             p.max_increase

@@ -178,7 +178,7 @@ pub const TEXT_KNOBS: [&str; 2] = [ACL_KNOB.name, IFACES_KNOB.name];
 /// the module behaves as it did before the knob existed. A VM capture
 /// lists every parameter the module had (`# knob` lines); one that lacks
 /// a knob of this list predates it, and replays with this value.
-pub const KNOBS_ADDED_LATER: [(&str, u32); 1] = [("wai_fair", 0)];
+pub const KNOBS_ADDED_LATER: [(&str, u32); 2] = [("wai_fair", 0), ("low_u_pct", 0)];
 
 /// dc-sim's `# dc-sim profile NAME knobs ...` header: the profile its
 /// knob lines override (`ns3/dc-sim.cc` writes it).

@@ -467,6 +467,7 @@ mod tests {
                 path_cap_pct: 0,
                 u_weight_pct: 100,
                 max_increase_pct: 0,
+                low_u_pct: 0,
                 qlen_min_filter: true,
             }
         );

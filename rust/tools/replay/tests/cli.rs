@@ -58,6 +58,7 @@ fn example_trace_replays_like_the_core_and_the_reference() {
         path_cap_pct: 0,
         u_weight_pct: 100,
         max_increase_pct: 0,
+        low_u_pct: 0,
         qlen_min_filter: true,
     }
     .validate()
@@ -330,9 +331,9 @@ fn a_dc_sim_header_names_the_profile_the_replay_starts_from() {
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let s: Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
     assert!(s["mismatches"].as_u64().unwrap() > 0, "{s}");
-    // The capture predates wai_fair: a dc-sim header lists only overrides,
-    // so the knob it lacks is the profile's unless set.
-    let o = replay(&["--ctl", "--profile", "module", "--set", "wai_fair=0"], &dc);
+    // The capture predates wai_fair and low_u_pct: a dc-sim header lists
+    // only overrides, so the knobs it lacks are the profile's unless set.
+    let o = replay(&["--ctl", "--profile", "module", "--set", "wai_fair=0", "--set", "low_u_pct=0"], &dc);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = replay(&["--ctl"], "# dc-sim profile nosuch knobs \n");
     assert_eq!(o.status.code(), Some(2));

@@ -354,6 +354,7 @@ fn standard(starts_ns: Vec<u64>, rtts: u64, wire: bool, expected_flows: u32) -> 
             path_cap_pct: 0, // the drafts' law
             u_weight_pct: 100,
             max_increase_pct: 0,
+            low_u_pct: 0,
             qlen_min_filter: true,
         },
         wire,
