@@ -6,7 +6,9 @@
                         writes DIR/bench_summary.png and DIR/bench_queue.png
 
 DIR/fct.jsonl, if there, gives DIR/bench_fct.png: the short flows' FCT
-slowdown (p50, with the p90) per size and algorithm. DIR/join.jsonl, if
+slowdown (p50, with the p90) per size and algorithm; and, where its runs
+have phases (benchstat.py mix_phases), DIR/bench_mix.png: the port's
+utilization alone after a short flow ends and shared after one starts. DIR/join.jsonl, if
 there, gives DIR/bench_join.png: Jain's index over the 4 flows after a late
 joiner, per algorithm, against base RTTs since the join.
 
@@ -82,7 +84,41 @@ def main(d):
     fig.savefig(os.path.join(d, "bench_queue.png"), dpi=110)
     print(f"wrote {d}/bench_summary.png and {d}/bench_queue.png")
     fct(d)
+    mix(d)
     join(d)
+
+
+def mix(d):
+    path = os.path.join(d, "fct.jsonl")
+    if not os.path.exists(path):
+        return
+    rows = [r for r in (json.loads(line) for line in open(path) if line.strip()) if r.get("phases")]
+    if not rows:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.2), sharey=True)
+    width = 0.8 / len(rows)
+    for ax, key, title in ((axes[0], "after_end", "bulk flow alone: ms after a short flow ended"),
+                           (axes[1], "after_start", "shared: ms after the short flow started")):
+        labels = list(rows[0]["phases"][key])
+        for j, r in enumerate(rows):
+            ph = r["phases"]
+            v = [ph[key].get(k) or 0 for k in labels]
+            ax.bar([i + j * width for i in range(len(labels))], v, width, color=COLORS.get(r["algo"], "gray"),
+                   edgecolor="black", linewidth=0.5, hatch=r.get("hatch"),
+                   label=f'{r["algo"]}: mix {ph["util"]:.3f}, alone {ph["util_alone"]:.3f} '
+                         f'({100 * ph["alone_share"]:.0f}% of the time), shared {ph["util_shared"]:.3f}')
+        ax.set_xticks([i + width * (len(rows) - 1) / 2 for i in range(len(labels))])
+        ax.set_xticklabels(labels)
+        ax.set_title(title, fontsize=10)
+        ax.axhline(1, color="gray", linewidth=0.6)
+    axes[0].set_ylabel("utilization of B (1 ms bins)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    r0 = rows[0]
+    fig.suptitle(f'Where the flow completion mix loses the port: B = {r0["rate_mbit"]} Mbit/s, '
+                 f'base RTT {r0["rtt_us"]} us', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "bench_mix.png"), dpi=110)
+    print(f"wrote {d}/bench_mix.png")
 
 
 def join(d):

@@ -14,6 +14,9 @@
         a late joiner's convergence from the bottleneck's packet log
         (`intsw.py log` lines: t_ns backlog sport wire dropped): see join()
 
+  benchstat.py mix LOG RATE_MBIT
+        where the flow completion mix loses the port: see mix_phases()
+
   benchstat.py scenario OUT ALGO N TOPO RATE_MBIT RTT_US BDP SECS NSENDERS
                         BEFORE AFTER MOVED T_START T_FIRST T_ALL
         one bench_scenario run's JSON line from its files: see scenario()
@@ -133,6 +136,79 @@ def join(rows, join_ns, end_ns, rtt_ns, rate_bps, nflows, window_rtts=10):
             "q_p50_bdp": round(pct(backlog, 0.5) / bdp, 4) if backlog else None}
 
 
+MIX_AFTER_END_MS = (0, 2, 4, 6, 8, 10)
+MIX_AFTER_START_MS = (0, 2, 4, 8, 16, 32)
+
+
+def mix_phases(rows, rate_bps):
+    """Where the flow completion mix (one bulk flow, short flows one after
+    another) loses the port, from the bottleneck's packet log (rows: t_ns,
+    backlog, sport, wire, dropped). The bulk flow is the source port with
+    the most bytes; each other port (0, the topology's pings, aside) is a
+    short flow, active from its first packet to its last. From the first
+    short flow's start to the last one's end, in 1 ms bins, each bin's
+    bytes over B, by the state at the bin's middle. Returns {"util": all
+    bins, "alone_share": the bins with no short flow active, "util_alone",
+    "util_shared", "after_end": {"A-B": mean over the bins alone A to B ms
+    after a short flow ended}, "after_start": {"A-B": over the bins shared,
+    A to B ms after the active short flow started}}; None without a short
+    flow."""
+    rows = [r for r in rows if not r[4] and r[2] != 0]
+    per = {}
+    for r in rows:
+        per[r[2]] = per.get(r[2], 0) + r[3]
+    if len(per) < 2:
+        return None
+    bulk = max(per, key=per.get)
+    span = {}
+    for t, _, sport, _, _ in rows:
+        if sport != bulk:
+            a = span.get(sport)
+            span[sport] = (t, t) if a is None else (a[0], t)
+    spans = sorted(span.values())
+    t0, t1 = spans[0][0], max(e for _, e in spans)
+    w = 1_000_000
+    nb = (t1 - t0) // w
+    if nb < 1:
+        return None
+    tot = [0] * nb
+    for r in rows:
+        i = (r[0] - t0) // w
+        if 0 <= i < nb:
+            tot[i] += r[3]
+    cap = rate_bps / 8e9 * w
+    alone, shared = [], []
+    after_end = {k: [] for k in MIX_AFTER_END_MS[:-1]}
+    after_start = {k: [] for k in MIX_AFTER_START_MS}
+    for i in range(nb):
+        m = t0 + i * w + w // 2
+        u = tot[i] / cap
+        active = [s for s, e in spans if s <= m <= e]
+        if active:
+            shared.append(u)
+            since = (m - max(active)) / 1e6
+            k = max(x for x in MIX_AFTER_START_MS if x <= since)
+            after_start[k].append(u)
+        else:
+            alone.append(u)
+            ended = [e for _, e in spans if e < m]
+            since = (m - max(ended)) / 1e6 if ended else None
+            if since is not None and since < MIX_AFTER_END_MS[-1]:
+                after_end[max(x for x in MIX_AFTER_END_MS if x <= since)].append(u)
+
+    def mean(xs):
+        return round(sum(xs) / len(xs), 3) if xs else None
+
+    def label(bounds, k):
+        j = bounds.index(k)
+        return f"{k}-{bounds[j + 1]}" if j + 1 < len(bounds) else f"{k}-"
+
+    return {"util": mean(alone + shared), "alone_share": round(len(alone) / nb, 3),
+            "util_alone": mean(alone), "util_shared": mean(shared),
+            "after_end": {label(MIX_AFTER_END_MS, k): mean(v) for k, v in after_end.items()},
+            "after_start": {label(MIX_AFTER_START_MS, k): mean(v) for k, v in after_start.items()}}
+
+
 def scenario(out, algo, n, topo, rate, rtt, bdp, secs, nsnd, before, after, moved, t_start, t_first, t_all):
     """One bench_scenario run's JSON line (bench_lib.sh) from its files
     OUT.flowI.json, OUT.port.json, OUT.samples, OUT.queue-steady.json,
@@ -216,6 +292,10 @@ def main(argv):
             rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
         join_ns, end_ns, rtt_us, rate_mbit, n = (int(x) for x in argv[2:])
         print(json.dumps(join(rows, join_ns, end_ns, rtt_us * 1000, rate_mbit * 1_000_000, n)))
+    elif len(argv) == 3 and argv[0] == "mix":
+        with open(argv[1]) as f:
+            rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+        print(json.dumps(mix_phases(rows, int(argv[2]) * 1_000_000)))
     elif len(argv) == 16 and argv[0] == "scenario":
         print(json.dumps(scenario(*argv[1:])))
     else:

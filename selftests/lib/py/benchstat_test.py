@@ -170,10 +170,42 @@ def t_scenario_summarizes_a_run():
     return not bad, f"rc {r.returncode} {r.stderr[-300:]} {bad}"
 
 
+def mix_log():
+    """A mix at 100 Mbit/s (12,500 B per ms), a packet per 0.1 ms: short
+    flows on ports 2 (5-10 ms) and 3 (15-20 ms) share the port
+    with the bulk flow (port 1) half and half; alone, the bulk flow sends
+    at half the port for 2 ms, then at all of it. A ping (port 0) and a
+    dropped packet (port 4) count for nothing."""
+    rows = [(1_000, 0, 0, 98, 0), (7_000_050, 900, 4, 1514, 1)]
+    for k in range(250):
+        t = k * 100_000 + 50_000
+        short = 2 if 5_000_000 <= t < 10_000_000 else 3 if 15_000_000 <= t < 20_000_000 else None
+        if short:
+            rows += [(t, 0, 1, 625, 0), (t, 0, short, 625, 0)]
+        else:
+            rows.append((t, 0, 1, 625 if t < 12_000_000 else 1250, 0))
+    return rows
+
+
+def t_mix_phases_split_the_port_by_the_short_flows():
+    got = benchstat.mix_phases(mix_log(), 100_000_000)
+    # 14 bins of 1 ms from 5.05 ms: 9 shared at 1.0, 5 alone (two at 0.5).
+    want = {"util": round(13 / 14, 3), "alone_share": round(5 / 14, 3), "util_alone": 0.8, "util_shared": 1.0,
+            "after_end": {"0-2": 0.5, "2-4": 1.0, "4-6": 1.0, "6-8": None, "8-10": None},
+            "after_start": {"0-2": 1.0, "2-4": 1.0, "4-8": 1.0, "8-16": None, "16-32": None, "32-": None}}
+    return got == want, f"{got}"
+
+
+def t_mix_phases_need_a_short_flow():
+    rows = [(t, 0, 1, 1250, 0) for t in range(0, 10_000_000, 100_000)]
+    return benchstat.mix_phases(rows, 100_000_000) is None, ""
+
+
 TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_ideal_fct,
          t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file,
          t_join_converges_when_the_newcomer_gets_its_share, t_join_never_converges_when_the_newcomer_starves,
-         t_join_cli_reads_a_log, t_join_counts_a_silent_joiner, t_scenario_summarizes_a_run]
+         t_join_cli_reads_a_log, t_join_counts_a_silent_joiner, t_scenario_summarizes_a_run,
+         t_mix_phases_split_the_port_by_the_short_flows, t_mix_phases_need_a_short_flow]
 
 
 if __name__ == "__main__":

@@ -412,7 +412,10 @@ print(json.dumps(r))' "$algo" "$n" "$rate" "$rtt" "$secs" "$join_s"
 # rate_mbit, rtt_us, bdp_bytes, secs, background_mbps, q_p50_bytes, q_p99_bytes, drops,
 # ce_marks, flows_failed (short flows without a correct reply; null if the
 # client failed), and sizes: {size: {n, ideal_ms, p50_ms, p90_ms, p50_slowdown,
-# p90_slowdown}} (tens of flows per size in 10 s: p90, not p99).
+# p90_slowdown}} (tens of flows per size in 10 s: p90, not p99), and phases:
+# where the mix loses the port, from the bottleneck's packet log (left in
+# OUT.log; benchstat.py mix_phases; a ring of the port's last 131,072
+# packets, about 9 s of the mix at 200 Mbit/s).
 # ideal_ms is the flow alone on an idle link with no host delay: the
 # handshake's RTT, the bytes at B with their headers (1514 B on the wire
 # per 1448 B segment), and one more RTT for the last segment out and the
@@ -453,6 +456,7 @@ bench_fct() {
 	kill $srv_fct 2>/dev/null
 	wait $srv_fct 2>/dev/null
 	intsw_stats "$bns" "$bdev" --json >"$out.port.json"
+	"$BENCH_PY" "$INTSW_DIR/intsw.py" log "$(intsw_dir "$bns" "$bdev")" >"$out.log" 2>/dev/null || : >"$out.log"
 	"$BENCH_PY" - "$out" "$algo" "$rate" "$rtt" "$bdp" "$secs" "$INTSW_DIR" <<'PY'
 import json, sys
 out, algo, rate, rtt, bdp, secs, here = sys.argv[1:]
@@ -473,9 +477,14 @@ sizes = benchstat.fct_sizes(fj.get("fct", []), rate, rtt)
 # sent (bulk, short flows, probes; the port is new with the topology)
 # over the bulk flow's duration, in fractions of B.
 util = round(port["tx_bytes"] * 8 / (secs * rate * 1e6), 4)
+# Where the mix loses the port (benchstat.mix_phases), over what the
+# packet log (a ring) still holds.
+with open(f"{out}.log") as f:
+    rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
 print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
                   "secs": secs, "util": util, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
                   "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],
-                  "ce_marks": port["ce_marks"], "flows_failed": fj.get("failed"), "sizes": sizes}))
+                  "ce_marks": port["ce_marks"], "flows_failed": fj.get("failed"), "sizes": sizes,
+                  "phases": benchstat.mix_phases(rows, rate * 1_000_000)}))
 PY
 }
