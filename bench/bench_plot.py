@@ -88,11 +88,14 @@ def main(d):
     join(d)
 
 
+def jsonl(d, name):
+    """The JSON lines of DIR/NAME ([] without the file)."""
+    path = os.path.join(d, name)
+    return [json.loads(line) for line in open(path) if line.strip()] if os.path.exists(path) else []
+
+
 def mix(d):
-    path = os.path.join(d, "fct.jsonl")
-    if not os.path.exists(path):
-        return
-    rows = [r for r in (json.loads(line) for line in open(path) if line.strip()) if r.get("phases")]
+    rows = [r for r in jsonl(d, "fct.jsonl") if r.get("phases")]
     if not rows:
         return
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.2), sharey=True)
@@ -122,10 +125,7 @@ def mix(d):
 
 
 def join(d):
-    path = os.path.join(d, "join.jsonl")
-    if not os.path.exists(path):
-        return
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = jsonl(d, "join.jsonl")
     if not rows:
         return
     fig, ax = plt.subplots(figsize=(10, 4.2))
@@ -149,10 +149,7 @@ def join(d):
 
 
 def fct(d):
-    path = os.path.join(d, "fct.jsonl")
-    if not os.path.exists(path):
-        return
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = jsonl(d, "fct.jsonl")
     if not rows:
         return
     sizes = sorted({int(k) for r in rows for k in r["sizes"]})

@@ -75,6 +75,13 @@ def fct_sizes(fct, rate_mbit, rtt_us):
     return out
 
 
+def read_log(path):
+    """A packet log as `intsw.py log` writes it: (t_ns, backlog, sport,
+    wire, dropped) rows, other lines skipped."""
+    with open(path) as f:
+        return [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+
+
 def jain(xs):
     """Jain's fairness index of non-negative shares (0 if all are 0)."""
     s, q = sum(xs), sum(x * x for x in xs)
@@ -288,13 +295,11 @@ def main(argv):
             fct = []
         print(json.dumps(fct_sizes(fct, int(argv[2]), int(argv[3]))))
     elif len(argv) == 7 and argv[0] == "join":
-        with open(argv[1]) as f:
-            rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+        rows = read_log(argv[1])
         join_ns, end_ns, rtt_us, rate_mbit, n = (int(x) for x in argv[2:])
         print(json.dumps(join(rows, join_ns, end_ns, rtt_us * 1000, rate_mbit * 1_000_000, n)))
     elif len(argv) == 3 and argv[0] == "mix":
-        with open(argv[1]) as f:
-            rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+        rows = read_log(argv[1])
         print(json.dumps(mix_phases(rows, int(argv[2]) * 1_000_000)))
     elif len(argv) == 16 and argv[0] == "scenario":
         print(json.dumps(scenario(*argv[1:])))

@@ -479,8 +479,7 @@ sizes = benchstat.fct_sizes(fj.get("fct", []), rate, rtt)
 util = round(port["tx_bytes"] * 8 / (secs * rate * 1e6), 4)
 # Where the mix loses the port (benchstat.mix_phases), over what the
 # packet log (a ring) still holds.
-with open(f"{out}.log") as f:
-    rows = [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 5]
+rows = benchstat.read_log(f"{out}.log")
 print(json.dumps({"algo": algo, "kind": "fct", "rate_mbit": rate, "rtt_us": rtt, "bdp_bytes": bdp,
                   "secs": secs, "util": util, "background_mbps": bg, "q_p50_bytes": port["qlen_p50_bytes"],
                   "q_p99_bytes": port["qlen_p99_bytes"], "drops": port["drops"],

@@ -68,6 +68,11 @@ pub struct ModuleScenario {
 }
 
 impl ModuleScenario {
+    /// Whether flow `i` is past its end (`ends_ns`) at `now` ns.
+    fn ended(&self, i: usize, now: u64) -> bool {
+        self.ends_ns.get(i).is_some_and(|&e| now >= e)
+    }
+
     /// Bandwidth-delay product in bytes.
     pub fn bdp(&self) -> f64 {
         self.link_bps as f64 / 8e9 * self.base_rtt_ns as f64
@@ -219,7 +224,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
                 f.acked += got;
             }
             acked_hist[i][slot] = f.acked;
-            if !f.active || sc.ends_ns.get(i).is_some_and(|&e| now >= e) {
+            if !f.active || sc.ended(i, now) {
                 continue;
             }
             let inflight = f.sent - f.acked;
@@ -249,8 +254,7 @@ pub fn run(sc: &ModuleScenario) -> Run {
         let rcv_flows = if k.rcv_count_us == 0 {
             0
         } else {
-            let on = |(i, f): &(usize, &Sender)| f.active && sc.ends_ns.get(*i).is_none_or(|&e| now < e);
-            flows.iter().enumerate().filter(on).count() as u16
+            flows.iter().enumerate().filter(|&(i, f)| f.active && !sc.ended(i, now)).count() as u16
         };
         for f in flows.iter_mut() {
             while f.probes.front().is_some_and(|p| p.at_switch <= step) {
