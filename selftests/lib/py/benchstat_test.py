@@ -201,11 +201,32 @@ def t_mix_phases_need_a_short_flow():
     return benchstat.mix_phases(rows, 100_000_000) is None, ""
 
 
+def t_warm_snapshot_waits_for_every_flow():
+    """intsw.py hist --after: the bench's steady-queue snapshot, started
+    before the flows, waits until every sender has written its start."""
+    import threading
+    import time
+    import intsw
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "started0"), os.path.join(d, "started1")
+        open(a, "w").write("1\n")
+        open(b, "w").close()
+        threading.Timer(0.2, lambda: open(b, "w").write("2\n")).start()
+        t0 = time.monotonic()
+        intsw.wait_files([a, b], 5)
+        waited = time.monotonic() - t0
+        t0 = time.monotonic()
+        intsw.wait_files([os.path.join(d, "never")], 0.1)
+        gave_up = time.monotonic() - t0
+    return 0.2 <= waited < 2 and 0.1 <= gave_up < 1, f"waited {waited:.3f} s, gave up after {gave_up:.3f} s"
+
+
 TESTS = [t_u_counts_only_updates_in_the_window, t_u_without_updates_is_null, t_ideal_fct,
          t_fct_percentiles_per_size, t_cli_fct_without_output_is_empty, t_cli_u_reads_a_trace_file,
          t_join_converges_when_the_newcomer_gets_its_share, t_join_never_converges_when_the_newcomer_starves,
          t_join_cli_reads_a_log, t_join_counts_a_silent_joiner, t_scenario_summarizes_a_run,
-         t_mix_phases_split_the_port_by_the_short_flows, t_mix_phases_need_a_short_flow]
+         t_mix_phases_split_the_port_by_the_short_flows, t_mix_phases_need_a_short_flow,
+         t_warm_snapshot_waits_for_every_flow]
 
 
 if __name__ == "__main__":

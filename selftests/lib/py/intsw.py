@@ -41,6 +41,12 @@ SyscallMap, RootQdisc, in_netns, probe's capture filter (each says).
                                         --since, minus an earlier `hist` output
                                         of the same port: the queue over an
                                         interval, e.g. without a start-up
+  intsw.py hist DIR --after SECS TIMEOUT FILE...
+                                        the same, read SECS after the last of
+                                        FILE... is non-empty (at most TIMEOUT s
+                                        of waiting): started before the flows,
+                                        so that no process start (tens of ms of
+                                        guest CPU under TCG) falls in the run
   intsw.py arrivals DIR RATE_BPS [FROM_NS [UNTIL_NS]]
                                         from the packet log: accepted wire bytes
                                         arriving per 1 ms and per 10 ms bin, as
@@ -347,6 +353,19 @@ def stats(port):
     })
     s.update({"sfc_" + k: v for k, v in port.read_sfc().items() if k not in ("tokens", "last_ns", "ring_next")})
     return s
+
+
+def wait_files(paths, timeout):
+    """Until every one of paths is a non-empty file, or timeout seconds."""
+    end = time.monotonic() + timeout
+    for p in paths:
+        while time.monotonic() < end:
+            try:
+                if os.path.getsize(p) > 0:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.02)
 
 
 def hist_json(port, since=None):
@@ -678,6 +697,10 @@ def main():
         sys.stdout.write("".join("%d %d %d %d %d\n" % r for r in Port(args[0]).read_log()))
     elif cmd == "hist":
         import json
+        if "--after" in args:
+            i = args.index("--after")
+            wait_files(args[i + 3:], float(args[i + 2]))
+            time.sleep(float(args[i + 1]))
         since = None
         if "--since" in args:
             with open(args[args.index("--since") + 1]) as f:
