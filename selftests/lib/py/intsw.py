@@ -697,16 +697,21 @@ def main():
         sys.stdout.write("".join("%d %d %d %d %d\n" % r for r in Port(args[0]).read_log()))
     elif cmd == "hist":
         import json
-        if "--after" in args:
-            i = args.index("--after")
-            wait_files(args[i + 3:], float(args[i + 2]))
-            time.sleep(float(args[i + 1]))
         since = None
         if "--since" in args:
             with open(args[args.index("--since") + 1]) as f:
                 since = json.load(f)
+        # Everything but the read before the wait (imports, the maps'
+        # descriptors: one read does them): with --after the read falls in
+        # a run, where even an import stalls the senders.
+        port = Port(args[0])
+        if "--after" in args:
+            hist_json(port)
+            i = args.index("--after")
+            wait_files(args[i + 3:], float(args[i + 2]))
+            time.sleep(float(args[i + 1]))
         try:
-            print(json.dumps(hist_json(Port(args[0]), since)))
+            print(json.dumps(hist_json(port, since)))
         except ValueError as e:
             sys.exit(f"intsw.py hist: {e}")
     elif cmd == "arrivals":
