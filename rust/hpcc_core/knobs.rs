@@ -287,6 +287,8 @@ macro_rules! knob_table {
                 "with max_increase_pct set, a U at or below this percent of eta is a peer that left: the update is multiplicative whatever the additive stage, and may grow W to 200% of Wc (the law's eta/U down to eta/2); 0 = the x2 bound only, at U <= eta/2";
             qlen_min_filter: 0, Range::FLAG,
                 "1: queue term min(qlen, previous qlen), the drafts (with one probe per RTT it reacts an RTT late); 0: the current qlen";
+            precommit_ref: 1, Range::FLAG,
+                "with probe_commit 1, 1: an update on a probe interval that began before the last commit (data sent before the commit's cut) takes a decrease from W before that commit, never above Wc, so that one queue is not cut twice; 0: from Wc, the drafts";
             max_flows_per_netns: 0, Range::span(0, 1 << 31),
                 "most flows with telemetry state per network namespace (further flows run the fallback and retry every 100 ms); 0 = no limit";
             sfc_enable: 0, Range::FLAG,
@@ -474,6 +476,7 @@ impl Knobs {
         max_increase_pct: 0,
         qlen_min_filter: 1,
         probe_commit: 0,
+        precommit_ref: 0,
         window_validation: 0,
         pace_at_link_rate: 0,
         pace_srtt_cap_pct: 0,
@@ -581,6 +584,7 @@ impl Knobs {
             max_increase_pct: self.max_increase_pct,
             low_u_pct: self.low_u_pct,
             qlen_min_filter: self.qlen_min_filter == 1,
+            precommit_ref: self.precommit_ref == 1,
         }
     }
 

@@ -68,6 +68,14 @@
 //!   `lastUpdateSeq`: the next probe leaves on the ACK that committed,
 //!   with the commit's `snd_nxt`, and what it measures was all sent after
 //!   the commit. With a probe per RTT that is a commit every other sample.
+//! * **Pre-commit reference** (`precommit_ref`, probe mode; off in the
+//!   drafts). An update that does not commit measured an interval that
+//!   began before the last commit: with a probe per RTT, data sent under
+//!   the window in force before the commit, which met the queue the commit
+//!   answered. A decrease it calls for is taken from that window,
+//!   `W_pre·eta/U + W_ai`, kept within `[Wc·eta/U + W_ai, Wc]`: the same
+//!   queue read twice is cut once, and a queue that grew since still cuts
+//!   further. `W_pre` is `W` just before the last commit.
 //! * **NewINT (receiver mode).** `updateWc` is set when
 //!   `now > lastUpdateTime + T`, and then `lastUpdateTime = now`. The first
 //!   update of a flow commits.
@@ -407,6 +415,8 @@ pub struct HpccFlow {
     wc: u64,
     /// `W`, Q47.16 bytes.
     w: u64,
+    /// `W` just before the last commit, Q47.16 bytes.
+    w_pre: u64,
     last_update_time: u64,
     last_record_ns: u64,
     last_update_seq: u32,
@@ -432,6 +442,7 @@ impl HpccFlow {
             u: U_ONE,
             wc: p.init_q,
             w: p.init_q,
+            w_pre: p.init_q,
             last_update_time: 0,
             last_record_ns: 0,
             last_update_seq: 0,
@@ -790,7 +801,15 @@ impl HpccFlow {
             let bound = used.saturating_mul(USED_WINDOW_GAIN);
             w = w.min(bound.max(self.wc));
         }
-        let w = w.max(p.min_q);
+        let mut w = w.max(p.min_q);
+        // Pre-commit reference (module docs): a stale decrease from W_pre.
+        if !update_wc && multiplicative && w < self.wc && p.config().precommit_ref && matches!(p.mode(), Mode::Probe) {
+            let pre = wc_eta_over_u(self.w_pre, p.config().eta_ppm, self.u).saturating_add(p.wai_q);
+            w = w.max(pre.min(self.wc));
+        }
+        if update_wc {
+            self.w_pre = self.w;
+        }
         self.w = w;
         if update_wc {
             self.wc = w;

@@ -76,6 +76,15 @@ pub struct HpccConfig {
     /// old; with one probe per RTT it is an RTT old, and the filter then
     /// delays the reaction to a queue by an RTT.
     pub qlen_min_filter: bool,
+    /// [`Mode::Probe`] only: an update that does not commit measured a
+    /// probe interval that began before the last commit, so its data was
+    /// sent under the window in force before that commit, and the queue it
+    /// met is the one the commit answered. With `true` a decrease it
+    /// calls for is taken from that earlier window (never below the law's
+    /// from `Wc`, never above `Wc`): one queue is not cut twice, and a
+    /// queue that grew since still cuts further. `false`: from `Wc`, the
+    /// drafts.
+    pub precommit_ref: bool,
 }
 
 /// Largest accepted `path_cap_pct`.
@@ -153,6 +162,7 @@ impl HpccConfig {
         max_increase_pct: 0,
         low_u_pct: 0,
         qlen_min_filter: true,
+        precommit_ref: false,
     };
 
     /// Checks every field and precomputes the fixed-point constants.

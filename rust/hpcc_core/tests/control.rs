@@ -746,6 +746,9 @@ fn notes_round_trip() {
 /// A fluid model of one flow through one 100 Mbit/s port with T = 1 ms:
 /// per probe interval the flow offers min(cwnd, pacing) worth of bytes,
 /// the port drains B·interval, and the probe reports ts, txBytes, qlen.
+/// The probe leaves behind the interval's data (it measured it), so its
+/// response carries the snd_nxt after it: every sample measured data sent
+/// after the last update, and commits.
 struct Loop {
     k: Knobs,
     s: SockCtl,
@@ -774,7 +777,6 @@ impl Loop {
         let sent = (self.q + offered).min(cap);
         self.q = self.q + offered - sent;
         self.tx += sent;
-        let probe_snd_nxt = self.snd_nxt;
         self.snd_nxt = self.snd_nxt.wrapping_add(offered as u32);
         self.now += dt;
         let segs = u32::try_from(offered.div_ceil(u64::from(MSS))).unwrap();
@@ -790,7 +792,7 @@ impl Loop {
         };
         let r = int(self.now, self.tx, self.q);
         let rs = sample(u32::try_from(sent / u64::from(MSS)).unwrap(), 1000);
-        let resp = Response { rx_ns: self.now, snd_nxt: probe_snd_nxt, int: &r };
+        let resp = Response { rx_ns: self.now, snd_nxt: self.snd_nxt, int: &r };
         let d = self.s.on_ack(&self.k, &c, Some(&rs), Some((&mut self.f, Some(&resp), &SfcState::default())));
         self.cwnd = d.cwnd;
         self.rate = d.pacing_rate;

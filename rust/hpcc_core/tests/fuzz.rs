@@ -52,6 +52,7 @@ fn random_params(rng: &mut Rng) -> HpccParams {
             max_increase_pct: pick(rng, &[0, 100, 101, 125, 1000, 1001]) as u32,
             low_u_pct: pick(rng, &[0, 1, 50, 75, 100, 101]) as u32,
             qlen_min_filter: rng.range(0, 1) == 1,
+            precommit_ref: rng.range(0, 1) == 1,
         };
         if let Ok(p) = c.validate() {
             return p;

@@ -25,6 +25,7 @@ fn cfg() -> HpccConfig {
         max_increase_pct: 0,
         low_u_pct: 0,
         qlen_min_filter: true,
+        precommit_ref: false,
     }
 }
 
@@ -132,7 +133,7 @@ fn new_flow_starts_at_init_window_with_u_one() {
     assert_eq!(f.inc_stage(), 0);
     // R = W/T: 125000 B per 10 µs = 12.5 GB/s = 100 Gb/s: line rate.
     assert_eq!(f.pacing_rate(&p), 12_500_000_000);
-    assert_eq!(std::mem::size_of::<HpccFlow>(), 264);
+    assert_eq!(std::mem::size_of::<HpccFlow>(), 272);
 }
 
 #[test]
@@ -548,6 +549,58 @@ fn probe_mode_commits_only_on_an_interval_sent_after_the_last_update() {
     use Event::{Committed as C, Updated as U};
     assert_eq!(run(Mode::Sender), [C, C, C, C, C, C]);
     assert_eq!(run(Mode::Probe), [C, U, C, U, C, U]);
+}
+
+/// Probe mode: the sample after a commit measured data sent before the
+/// commit's cut. With `precommit_ref` its decrease is taken from the window
+/// that data was sent under: the queue the commit answered is not cut
+/// again, a queue that grew still is.
+#[test]
+fn precommit_ref_answers_a_stale_sample_from_the_window_its_data_was_sent_under() {
+    // Samples alternate C, U (probe_mode_commits_only_on_an_interval_sent_after_the_last_update);
+    // the last one, a U, reads the link full with `last_q` of queue.
+    let run = |precommit_ref: bool, last_q: u64| {
+        let p = params(HpccConfig {
+            mode: Mode::Probe,
+            max_stage: 0,
+            wai_bytes: 1,
+            qlen_min_filter: false,
+            precommit_ref,
+            ..cfg()
+        });
+        let mut f = HpccFlow::new(&p);
+        let mut path = Path::new(1);
+        let mut probe_seq = path.seq;
+        f.on_sample(&p, &path.sample(probe_seq));
+        let mut out = Vec::new();
+        // Two rounds at eta with no queue, then the link full with half a
+        // BDP of queue (U 1.5), then `last_q`.
+        for (util, q) in [(950_000, 0), (950_000, 0), (1_000_000, BDP / 2), (1_000_000, last_q)] {
+            path.seq += 10_000;
+            let sent_at = probe_seq;
+            probe_seq = path.seq + 1_500;
+            path.advance(0, T, util, q);
+            let o = f.on_sample(&p, &path.sample(sent_at));
+            out.push((o.event, o.window_bytes));
+        }
+        out
+    };
+    use Event::{Committed as C, Updated as U};
+    let bdp = BDP as f64;
+    let cut = 0.95 / 1.5;
+    let same = run(true, BDP / 2);
+    assert_eq!(same.iter().map(|e| e.0).collect::<Vec<_>>(), [C, U, C, U]);
+    let (w_commit, w_stale) = (f64::from(same[2].1), f64::from(same[3].1));
+    assert!((w_commit / bdp - cut).abs() < 0.001, "the commit's cut: {w_commit}");
+    assert_eq!(same[3].1, same[2].1, "the same queue again: no second cut");
+    // The drafts' reference cuts again from the committed Wc.
+    let drafts = run(false, BDP / 2);
+    assert!((f64::from(drafts[3].1) / bdp - cut * cut).abs() < 0.001, "{drafts:?}");
+    // A queue that grew (U 2.0) cuts from the window the data was sent
+    // under: W·0.95/2.0, below the commit.
+    let grew = run(true, BDP);
+    assert!((f64::from(grew[3].1) / bdp - 0.95 / 2.0).abs() < 0.001, "{grew:?}");
+    assert!(w_stale > f64::from(grew[3].1));
 }
 
 #[test]

@@ -107,6 +107,7 @@ pub fn random_setup(rng: &mut Rng) -> Setup {
             max_increase_pct: if rng.chance(0.5) { 0 } else { rng.range(101, 400) as u32 },
             low_u_pct: if rng.chance(0.5) { 0 } else { rng.range(1, 100) as u32 },
             qlen_min_filter: rng.chance(0.5),
+            precommit_ref: rng.chance(0.5),
         };
         if cfg.validate().is_ok() {
             return Setup { cfg, rate_bps: rate };

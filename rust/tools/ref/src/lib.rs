@@ -45,6 +45,8 @@ pub struct RefParams {
     pub low_u_pct: u32,
     /// The drafts' `min(qlen, previous qlen)` (true) or the current qlen.
     pub qlen_min_filter: bool,
+    /// Probe mode: a non-committing decrease from W before the last commit.
+    pub precommit_ref: bool,
 }
 
 impl RefParams {
@@ -67,6 +69,7 @@ impl RefParams {
             max_increase: f64::from(c.max_increase_pct) / 100.0,
             low_u_pct: c.low_u_pct,
             qlen_min_filter: c.qlen_min_filter,
+            precommit_ref: c.precommit_ref,
         }
     }
 }
@@ -96,6 +99,8 @@ pub struct RefFlow {
     pub wc: f64,
     /// `W`, bytes.
     pub w: f64,
+    /// `W` just before the last commit, bytes.
+    pub w_pre: f64,
     /// `incStage`.
     pub inc_stage: u32,
     last_update_seq: Option<u32>,
@@ -115,6 +120,7 @@ impl RefFlow {
             u: 1.0,
             wc: p.init,
             w: p.init,
+            w_pre: p.init,
             inc_stage: 0,
             last_update_seq: None,
             last_update_time: None,
@@ -242,7 +248,17 @@ impl RefFlow {
             Some(u) => w.min(((u + p.min) * hpcc_core::law::USED_WINDOW_GAIN as f64).max(self.wc)),
             None => w,
         };
-        self.w = w.max(p.min);
+        let mut w = w.max(p.min);
+        // A stale decrease (probe mode): from W before the last commit,
+        // within [the law's from Wc, Wc].
+        if !update_wc && md && w < self.wc && p.precommit_ref && p.mode == Mode::Probe {
+            let pre = if self.u == 0.0 { f64::INFINITY } else { self.w_pre / (self.u / p.eta) + p.wai };
+            w = w.max(pre.min(self.wc)).max(p.min);
+        }
+        if update_wc {
+            self.w_pre = self.w;
+        }
+        self.w = w;
         if update_wc {
             self.wc = self.w;
             self.inc_stage = if md { 0 } else { self.inc_stage + 1 };

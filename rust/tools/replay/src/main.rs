@@ -50,6 +50,7 @@ usage: hpcc-replay [FLAGS] < trace.jsonl > out.jsonl
   --u-weight-pct N         weight of a sample in U's EWMA, % of tau/T (default 100)
   --max-increase-pct N     largest W/Wc of one update in %, 0 = off (default 0)
   --qlen-min-filter 0|1    queue term min(qlen, previous qlen) (1, default) or current qlen (0)
+  --precommit-ref 0|1      probe mode: a non-committing decrease from W before the last commit (1) or from Wc (0, default)
   --mode sender|receiver|probe
                            NewAck (sequence-driven), NewINT (time-driven) or
                            probe (sequence-driven on the measured interval)
@@ -166,6 +167,13 @@ fn parse_args(args: &[String]) -> Result<Option<HpccConfig>, String> {
                     "0" => false,
                     "1" => true,
                     _ => return Err(format!("--qlen-min-filter {value:?}: expected 0 or 1")),
+                }
+            }
+            "--precommit-ref" => {
+                c.precommit_ref = match value.as_str() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(format!("--precommit-ref {value:?}: expected 0 or 1")),
                 }
             }
             "--mode" => {
@@ -469,6 +477,7 @@ mod tests {
                 max_increase_pct: 0,
                 low_u_pct: 0,
                 qlen_min_filter: true,
+                precommit_ref: false,
             }
         );
         assert!(parse_args(&["--max-stage".into(), "-1".into()]).is_err());

@@ -60,6 +60,7 @@ fn example_trace_replays_like_the_core_and_the_reference() {
         max_increase_pct: 0,
         low_u_pct: 0,
         qlen_min_filter: true,
+        precommit_ref: false,
     }
     .validate()
     .unwrap();

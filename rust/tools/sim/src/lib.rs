@@ -356,6 +356,7 @@ fn standard(starts_ns: Vec<u64>, rtts: u64, wire: bool, expected_flows: u32) -> 
             max_increase_pct: 0,
             low_u_pct: 0,
             qlen_min_filter: true,
+            precommit_ref: false,
         },
         wire,
         record_flow0: false,
