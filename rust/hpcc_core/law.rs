@@ -807,11 +807,9 @@ impl HpccFlow {
             let pre = wc_eta_over_u(self.w_pre, p.config().eta_ppm, self.u).saturating_add(p.wai_q);
             w = w.max(pre.min(self.wc));
         }
+        let before = core::mem::replace(&mut self.w, w);
         if update_wc {
-            self.w_pre = self.w;
-        }
-        self.w = w;
-        if update_wc {
+            self.w_pre = before;
             self.wc = w;
             self.inc_stage = if multiplicative {
                 0

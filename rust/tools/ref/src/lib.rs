@@ -255,11 +255,9 @@ impl RefFlow {
             let pre = if self.u == 0.0 { f64::INFINITY } else { self.w_pre / (self.u / p.eta) + p.wai };
             w = w.max(pre.min(self.wc)).max(p.min);
         }
+        let before = std::mem::replace(&mut self.w, w);
         if update_wc {
-            self.w_pre = self.w;
-        }
-        self.w = w;
-        if update_wc {
+            self.w_pre = before;
             self.wc = self.w;
             self.inc_stage = if md { 0 } else { self.inc_stage + 1 };
         }
