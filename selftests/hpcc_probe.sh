@@ -118,18 +118,18 @@ ktap_check "probes_cause_no_rst_and_never_enter_tcp" t_no_tcp_errors
 # with T fixed, a telemetry flow starts at R = W_init/T exactly on both sides,
 # a fallback flow at TCP's default ratio (finite). Read with TCP_INFO right
 # after the handshake, before any data, on a loopback connection.
-# The module's pacing cap (pace_srtt_cap_pct, default 150) also bounds the
-# rate by 1.5 W per smoothed RTT: a handshake slower than 1.5 T (a busy TCG
-# host) expects W*1.5/srtt instead, to the byte as the module computes it.
-init_pacing() { # init_pacing [W] -> "client server" tcpi_pacing_rate (bytes/s); with W, the expected rates
+# The module's pacing cap (pace_srtt_cap_pct, C) also bounds the rate by
+# C% of W per smoothed RTT: a handshake slower than C% of T (a busy TCG
+# host) expects W*C/100/srtt instead, to the byte as the module computes it.
+init_pacing() { # init_pacing [W C] -> "client server" tcpi_pacing_rate (bytes/s); with W and C, the expected rates
 	ip netns exec "$NS_SND" python3 - "$@" <<'PY'
 import socket, struct, sys
 def rate(s):
     i = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     r, srtt = struct.unpack_from("=Q", i, 104)[0], struct.unpack_from("=I", i, 68)[0]
-    if len(sys.argv) > 1:   # expected: min(W/T, W*150*10^4/srtt), T = 2000 us
-        w = int(sys.argv[1])
-        return f"{r}:{min(w * 1000000 // 2000, w * 150 * 10000 // srtt if srtt else 1 << 64)}:{srtt}"
+    if len(sys.argv) > 1:   # expected: min(W/T, W*C*10^4/srtt), T = 2000 us, C = 0: no cap
+        w, cap = int(sys.argv[1]), int(sys.argv[2])
+        return f"{r}:{min(w * 1000000 // 2000, w * cap * 10000 // srtt if srtt and cap else 1 << 64)}:{srtt}"
     return r
 ls = socket.socket()
 ls.setsockopt(socket.IPPROTO_TCP, 13, b"hpcc")         # TCP_CONGESTION
@@ -147,7 +147,7 @@ t_init_paced() {
 	for k in telemetry init_window_bytes base_rtt_us; do saved[$k]=$(cat "$P/$k"); done
 	ip -n "$NS_SND" link set lo mtu 1500 up   # a veth-sized MSS, not 64 KiB
 	echo $w >"$P/init_window_bytes" && echo $t_us >"$P/base_rtt_us" || return 1
-	got=$(init_pacing $w)
+	got=$(init_pacing $w "$(cat "$P/pace_srtt_cap_pct")")
 	echo 0 >"$P/telemetry"
 	fb=$(init_pacing)
 	for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$P/$k"; done

@@ -271,7 +271,7 @@ macro_rules! knob_table {
                 "TSO bursts of 2^-shift s of the pacing rate (sk_pacing_shift); 0 = from T: bursts of at most T/16, shift ceil(log2(16 s/T)) within 8 .. 16";
             pace_at_link_rate: 1, Range::FLAG,
                 "1: pace at most at the path's slowest INT link rate; 0: at W/T only";
-            pace_srtt_cap_pct: 150, Range::zero_or(100, 1000),
+            pace_srtt_cap_pct: 110, Range::zero_or(100, 1000),
                 "pace at most this percent of W per smoothed RTT (bursts near what W really delivers when the RTT is inflated); 0 = W/T only, the drafts";
             path_cap_pct: 100, Range::span(0, MAX_PATH_CAP_PCT),
                 "bound W by this percent of the path's BDP min(B_j)*T; 0 = none, the drafts";
@@ -285,7 +285,7 @@ macro_rules! knob_table {
                 "largest growth of W over Wc in one update, percent (at least 200 at a low U, see low_u_pct); 0 = none, the drafts";
             low_u_pct: 75, Range::span(0, 100),
                 "with max_increase_pct set, a U at or below this percent of eta is a peer that left: the update is multiplicative whatever the additive stage, and may grow W to 200% of Wc (the law's eta/U down to eta/2); 0 = the x2 bound only, at U <= eta/2";
-            qlen_min_filter: 0, Range::FLAG,
+            qlen_min_filter: 1, Range::FLAG,
                 "1: queue term min(qlen, previous qlen), the drafts (with one probe per RTT it reacts an RTT late); 0: the current qlen";
             precommit_ref: 1, Range::FLAG,
                 "with probe_commit 1, 1: an update on a probe interval that began before the last commit (data sent before the commit's cut) takes a decrease from W before that commit, never above Wc, so that one queue is not cut twice; 0: from Wc, the drafts";

@@ -578,11 +578,12 @@ fn the_law_does_not_cut_again_on_the_queue_a_signal_answered() {
     // Cutting again for it would leave the four flows at 0.6 of the port
     // (measured: a 4:1 incast at U 0.55-0.75 for 40 ms). So until that
     // queue has drained at the port's rate, plus T, the law does not go
-    // below the cut; after that it reacts as always.
+    // below the cut; after that it reacts as always. (Every response
+    // reads the queue, so that the filter's min(qlen, previous) is it.)
     let k = Knobs::DEFAULT;
     let (mut s, mut f, c, bdp) = capped_flow(&k);
     let sig = SfcState { gen: 1, qlen: bdp / 2, speed: RATE_100M, gap_ns: 0 };
-    let mut r2 = int(2_000_000, B / 1000, 0);
+    let mut r2 = int(2_000_000, B / 1000, bdp as u64 / 2);
     wire::set_rcv_flows(&mut r2, 2);
     let at = Conn { now_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, ..c };
     s.on_ack(&k, &at, None, Some((&mut f, Some(&Response { rx_ns: 2_000_000, snd_nxt: 1 + 45 * MSS, int: &r2 }), &sig)));

@@ -707,12 +707,16 @@ mod tests {
         assert_eq!(s.mismatches, 1, "{s:?}");
         assert!(s.first[0].contains("TSO segments"), "{:?}", s.first);
         // A changed input changes what the controller decides downstream:
-        // a response that shows a queue of a BDP.
+        // two responses in a row that show a queue of a BDP (the default
+        // filter, min(qlen, previous qlen), ignores one).
         let mut recs = script();
         let i = (100..).find(|&i| recs[i].has(flag::HAS_RESPONSE)).expect("a response");
-        let mut s = wire::parse(&recs[i].int).expect("an INT stack");
-        s.hops[0].qlen = u16::MAX;
-        let _ = wire::encode(&s, &mut recs[i].int);
+        let j = (i + 1..).find(|&j| recs[j].has(flag::HAS_RESPONSE)).expect("a second response");
+        for r in [i, j] {
+            let mut s = wire::parse(&recs[r].int).expect("an INT stack");
+            s.hops[0].qlen = u16::MAX;
+            let _ = wire::encode(&s, &mut recs[r].int);
+        }
         let s = replay(&lines(&recs));
         assert!(s.mismatches > 0, "{s:?}");
     }

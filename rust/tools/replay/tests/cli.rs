@@ -191,7 +191,7 @@ fn module_profile_is_the_default_and_is_the_module_law() {
     }
     .validate()
     .unwrap();
-    assert!(p.config().max_increase_pct == 110 && !p.config().qlen_min_filter, "module knobs");
+    assert!(p.config().max_increase_pct == 110 && p.config().qlen_min_filter, "module knobs");
     let mut f = HpccFlow::new(&p);
     for (line, v) in TRACE.lines().zip(&out) {
         let e: Value = serde_json::from_str(line).unwrap();
@@ -332,9 +332,12 @@ fn a_dc_sim_header_names_the_profile_the_replay_starts_from() {
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let s: Value = serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
     assert!(s["mismatches"].as_u64().unwrap() > 0, "{s}");
-    // The capture predates wai_fair and low_u_pct: a dc-sim header lists
-    // only overrides, so the knobs it lacks are the profile's unless set.
-    let o = replay(&["--ctl", "--profile", "module", "--set", "wai_fair=0", "--set", "low_u_pct=0"], &dc);
+    // The capture predates wai_fair and low_u_pct, and ran qlen_min_filter
+    // 0 and pace_srtt_cap_pct 150: a dc-sim header lists only overrides,
+    // so the knobs it lacks are the profile's unless set.
+    let set = ["wai_fair=0", "low_u_pct=0", "qlen_min_filter=0", "pace_srtt_cap_pct=150"];
+    let args: Vec<&str> = ["--ctl", "--profile", "module"].into_iter().chain(set.iter().flat_map(|k| ["--set", k])).collect();
+    let o = replay(&args, &dc);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = replay(&["--ctl"], "# dc-sim profile nosuch knobs \n");
     assert_eq!(o.status.code(), Some(2));
