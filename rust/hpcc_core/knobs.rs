@@ -506,12 +506,9 @@ impl Knobs {
     /// - the queue term is the current qlen (`qlen_min_filter` 0) and the
     ///   pacing cap 150% of W per smoothed RTT (`pace_srtt_cap_pct` 150):
     ///   the module's 1 and 110 hold the VM's queue and link against noisy
-    ///   probes and host delay, but in the fabric, where most flows live a
-    ///   few RTTs and a queue that one probe sees is real, the filter
-    ///   answers it a probe late (WebSearch at 50%: p99 queue 44 to 63 KB,
-    ///   small flows' p99 slowdown 1.74 to 2.31), and the cap, which binds
-    ///   once a shared port's queue lifts srtt past 1.1 T, cost the flows
-    ///   over 1 MB 7% of their median slowdown (docs/results.md).
+    ///   probes and host delay, but in the fabric, where a queue that one
+    ///   probe sees is real, each of them cost WebSearch at 50% (measured
+    ///   in docs/results.md, "The VM's queue filter in the fabric").
     ///
     /// The kernel loads it as the README's `modprobe` line (a test checks
     /// that line against this).
