@@ -282,6 +282,8 @@ struct hpcc_sfc_trace_rec {
 	__u32 qlen;		/* bytes queued at the port */
 	__u32 pause_ns;		/* pause asked */
 	__u64 applied_ns;	/* pause applied (clamped to sfc_max_pause_us); 0: none */
+	__u64 at_ns;		/* when the pause began (CLOCK_MONOTONIC): it holds */
+				/* the flow until at + applied; 0: none */
 };
 
 /* Fires the tcp_hpcc:hpcc_sfc tracepoint (a no-op unless enabled). */

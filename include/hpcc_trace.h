@@ -164,6 +164,7 @@ TRACE_EVENT(hpcc_sfc,
 		__field(__u32, qlen)
 		__field(__u32, pause_ns)
 		__field(__u64, applied_ns)
+		__field(__u64, at_ns)
 	),
 	TP_fast_assign(
 		memcpy(__entry->src, r->src, 16);
@@ -177,11 +178,12 @@ TRACE_EVENT(hpcc_sfc,
 		__entry->qlen = r->qlen;
 		__entry->pause_ns = r->pause_ns;
 		__entry->applied_ns = r->applied_ns;
+		__entry->at_ns = r->at_ns;
 	),
-	TP_printk("switch=%pI6c id=%#x port=%u flow=[%pI6c]:%u->[%pI6c]:%u qlen=%u pause=%u applied=%llu %s",
+	TP_printk("switch=%pI6c id=%#x port=%u flow=[%pI6c]:%u->[%pI6c]:%u qlen=%u pause=%u applied=%llu at=%llu %s",
 		  __entry->src, __entry->switch_id, __entry->port_id,
 		  __entry->laddr, __entry->lport, __entry->raddr, __entry->rport,
-		  __entry->qlen, __entry->pause_ns, __entry->applied_ns,
+		  __entry->qlen, __entry->pause_ns, __entry->applied_ns, __entry->at_ns,
 		  __print_symbolic(__entry->outcome,
 				   { HPCC_SFC_APPLIED, "applied" },
 				   { HPCC_SFC_DEFERRED, "deferred" },

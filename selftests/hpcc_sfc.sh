@@ -22,7 +22,8 @@
 #     from the switch's address, a frame from the switch's port): in
 #     the emulator's packet log the flow's data departures stop (but for
 #     packets already below TCP, within two of its usual gaps) and resume
-#     5 ms after the send (up to one usual gap and 1 ms late), with no
+#     5 ms after the host paused the flow (the tracepoint's at=; up to one
+#     usual gap and 1 ms late), with no
 #     retransmission within 100 ms (the window cut off for this one; a
 #     throughput-gated check: skipped where the VM cannot carry B);
 #  5. the tcp_hpcc:hpcc_sfc tracepoint reported every signal of 2 and 3
@@ -232,8 +233,10 @@ t_precision() {
 	ip netns exec ${HPCC_NS}-rcv python3 "$SIG" sink $PORT 120 >/dev/null &
 	local k=$!
 	wait_listening ${HPCC_NS}-rcv "sport = :$PORT" 1 || return 1
+	sfc_trace_on
 	ip netns exec ${HPCC_NS}-s1 python3 "$SIG" pause 10.0.2.1 $PORT --inject-ns ${HPCC_NS}-sw1 --inject-dev s1 \
 		>"$OUT/pause.json"
+	sfc_trace_off "$OUT/pause.trace"
 	knobs_reset sfc_window_cut
 	[ -s "$OUT/pause.json" ] || return 1
 	wait $k
@@ -243,29 +246,37 @@ t_precision() {
 		"$(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred); $(cat "$OUT/pause.json")"
 	[ $(($(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_applied) + $(sfc_delta "$OUT/pause.0" "$OUT/pause.1" sfc_deferred))) -eq 1 ] ||
 		return 1
-	python3 - "$OUT/pause.json" "$OUT/pause.log" "$OUT/pause.txt" <<-'EOF'
+	python3 - "$OUT/pause.json" "$OUT/pause.log" "$OUT/pause.trace" "$OUT/pause.txt" <<-'EOF'
 		import json, statistics, sys
 		r = json.load(open(sys.argv[1]))
 		# The flow's data segments (its probes leave outside TCP's clock).
 		log = [[int(x) for x in l.split()] for l in open(sys.argv[2])
 		       if l.split()[2] == str(r["sport"]) and int(l.split()[3]) > 200]
 		t = [x[0] for x in log]
-		ti = r["t_inject_ns"]
+		# The pause runs from when the host moved the flow's clock (the
+		# tracepoint's at=, CLOCK_MONOTONIC like the packet log): under
+		# TCG the injected frame can reach the host, and the hook the
+		# socket's lock, milliseconds after its send.
+		took = [l for l in open(sys.argv[3])
+		        if f"]:{r['sport']}->" in l and l.split()[-1] in ("applied", "deferred")]
+		assert len(took) == 1, took
+		ti = int(dict(f.split("=", 1) for f in took[0].split() if "=" in f)["at"])
 		gaps = [b - a for a, b in zip(t, t[1:]) if ti - 500e6 < a < ti - 10e6]
 		usual = statistics.median(gaps) / 1e6
 		before = [x for x in t if x <= ti]
-		# Packets already below TCP when the signal came may still leave
-		# within two usual gaps; after them, the flow waits for the pause.
+		# Packets already below TCP then may still leave within two
+		# usual gaps; after them, the flow waits for the pause.
 		held = [x for x in t if x > ti + 2 * usual * 1e6]
 		last, resume = (before[-1] - ti) / 1e6, (held[0] - ti) / 1e6
 		n_queued = sum(1 for x in t if ti < x <= ti + 2 * usual * 1e6)
 		drops = sum(x[4] for x in log if ti <= x[0] <= ti + 100e6)
-		msg = (f"last data departure before the signal {last:+.2f} ms from its send, {n_queued} within two"
-		       f" usual gaps after it, then the next at {resume:+.2f} ms; usual gap {usual:.2f} ms;"
+		msg = (f"the host paused the flow {(ti - r['t_inject_ns']) / 1e6:+.2f} ms after the signal's send;"
+		       f" from then: last data departure before {last:+.2f} ms, {n_queued} within two"
+		       f" usual gaps after, then the next at {resume:+.2f} ms; usual gap {usual:.2f} ms;"
 		       f" retransmissions before it, 100 ms after it and at the end: {r['retrans']};"
 		       f" the port's drops of the flow in those 100 ms: {drops}")
 		print(msg)
-		open(sys.argv[3], "w").write(msg + "\n")
+		open(sys.argv[4], "w").write(msg + "\n")
 		assert 4.5 <= resume <= 5.0 + usual + 1.0
 		assert r["retrans"][0] == r["retrans"][1]
 	EOF

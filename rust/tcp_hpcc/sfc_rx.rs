@@ -17,9 +17,9 @@
 //!   The signal must then name a local socket's tuple: an hpcc flow, or
 //!   with `sfc_scope` 1 another TCP socket (its sequence number checked
 //!   against that socket's window) or a UDP socket. An hpcc flow's
-//!   departure clock moves to now + pause (clamped), at once when no
-//!   process owns the socket, or at its next ACK; and the next ACK cuts the
-//!   window (`sfc_window_cut`). Another flow is put in the netns's pause
+//!   departure clock moves to now + pause (clamped; now read under the
+//!   socket's lock), at once when no process owns the socket, or at its
+//!   next ACK; and the next ACK cuts the window (`sfc_window_cut`). Another flow is put in the netns's pause
 //!   table; the egress hook (`probe_tx`) then gives each packet that a
 //!   socket of this netns sends on it a departure time no earlier than the
 //!   deadline, which sch_fq honours.
@@ -44,6 +44,7 @@ use crate::hpcc_core::probe::{v4_mapped, Tuple};
 use crate::hpcc_core::sfc::{self, FlowKey, Outcome, Reject, Taken};
 use crate::netns::NetRef;
 use crate::modparam;
+use crate::probe_tx::now_ns;
 use crate::sock::LockedSock;
 use crate::stats::{inc, inc_outcome, Counter};
 use core::net::IpAddr;
@@ -127,8 +128,9 @@ pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: 
         rec.rport = s.dport;
         copy_fields!(rec, s; switch_id, port_id, qlen, pause_ns);
         // SAFETY: caller contract (hook, RCU read lock, live skb).
-        let (t, applied) = unsafe { apply(net, rx, &rules, &s, src_key, now) }?;
+        let (t, applied, at) = unsafe { apply(net, rx, &rules, &s, src_key, now) }?;
         rec.applied_ns = applied;
+        rec.at_ns = at;
         Ok(t)
     });
     let o = Outcome::from(outcome);
@@ -145,12 +147,12 @@ pub(crate) unsafe fn on_udp(net: NetRef<'_>, rx: *const bindings::sk_buff, pkt: 
 
 /// Holds the flow a signal names at egress until `now + pause`
 /// (`sfc_scope` 1).
-fn pause_at_egress(net: NetRef<'_>, s: &sfc::Signal, source: u64, pause: u64, now: u64) -> Result<(Taken, u64), Reject> {
+fn pause_at_egress(net: NetRef<'_>, s: &sfc::Signal, source: u64, pause: u64, now: u64) -> Result<(Taken, u64, u64), Reject> {
     let k = FlowKey::of_signal(s);
     let hash = table::keyed_hash(&k.bytes());
     let until = now.saturating_add(pause);
     net.state().sfc_locked(|_, pauses| pauses.insert(&k, hash, until, now, source, s))?;
-    Ok((Taken::Egress, pause))
+    Ok((Taken::Egress, pause, now))
 }
 
 /// The egress hook's question: the deadline of the flow `k` of an
@@ -166,8 +168,8 @@ pub(crate) fn egress_active(net: NetRef<'_>) -> bool {
     net.state().sfc_pauses.marked()
 }
 
-/// Pauses the flow a valid signal names: what became of it and the pause
-/// applied (ns).
+/// Pauses the flow a valid signal names: what became of it, the pause
+/// applied (ns) and when it began (`until` is that plus the pause).
 ///
 /// # Safety
 ///
@@ -179,7 +181,7 @@ unsafe fn apply(
     s: &sfc::Signal,
     source: u64,
     now: u64,
-) -> Result<(Taken, u64), Reject> {
+) -> Result<(Taken, u64, u64), Reject> {
     // The data packet's source is this host: the flow's local end.
     let t = Tuple { saddr: bytes16(s.saddr), daddr: bytes16(s.daddr), sport: s.sport, dport: s.dport };
     if s.l4proto != sfc::IPPROTO_TCP {
@@ -205,13 +207,19 @@ unsafe fn apply(
                 if !flow.first_signal(&sk, s) {
                     return Err(Reject::Duplicate);
                 }
-                let until = now.saturating_add(pause);
+                // The pause runs from when the flow's clock moves, read
+                // under the socket's lock: the hook may have waited for
+                // that lock or been preempted since `now` (an NFQUEUE
+                // verdict in process context; a descheduled vCPU), and
+                // the flow kept sending meanwhile.
+                let at = now_ns().max(now);
+                let until = at.saturating_add(pause);
                 let applied = sk.pause_until(until);
                 if applied {
                     flow.view.set_pause(until);
                 }
-                flow.sfc.put(now, s.qlen, s.speed, (!applied).then_some(until));
-                Ok((if applied { Taken::Applied } else { Taken::Deferred }, pause))
+                flow.sfc.put(at, s.qlen, s.speed, (!applied).then_some(until));
+                Ok((if applied { Taken::Applied } else { Taken::Deferred }, pause, at))
             }))
         })
     }
