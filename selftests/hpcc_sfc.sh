@@ -23,9 +23,9 @@
 #     the emulator's packet log the flow's data departures stop (but for
 #     packets already below TCP, within two of its usual gaps) and resume
 #     5 ms after the host paused the flow (the tracepoint's at=; up to one
-#     usual gap and 1 ms late), with no
-#     retransmission within 100 ms (the window cut off for this one; a
-#     throughput-gated check: skipped where the VM cannot carry B);
+#     usual gap and 1 ms late), with no retransmission within 100 ms (the
+#     window cut off for this one; a throughput-gated check: skipped where
+#     the VM cannot carry B);
 #  5. the tcp_hpcc:hpcc_sfc tracepoint reported every signal of 2 and 3
 #     with its outcome, as the counters did;
 #  6. sfc_scope 1: a cubic flow and a UDP flow are paused at egress (their

@@ -19,10 +19,11 @@
 //!   against that socket's window) or a UDP socket. An hpcc flow's
 //!   departure clock moves to now + pause (clamped; now read under the
 //!   socket's lock), at once when no process owns the socket, or at its
-//!   next ACK; and the next ACK cuts the window (`sfc_window_cut`). Another flow is put in the netns's pause
-//!   table; the egress hook (`probe_tx`) then gives each packet that a
-//!   socket of this netns sends on it a departure time no earlier than the
-//!   deadline, which sch_fq honours.
+//!   next ACK; and the next ACK cuts the window (`sfc_window_cut`).
+//!   Another flow is put in the netns's pause table; the egress hook
+//!   (`probe_tx`) then gives each packet that a socket of this netns sends
+//!   on it a departure time no earlier than the deadline, which sch_fq
+//!   honours.
 //! * Every signal fires the `tcp_hpcc:hpcc_sfc` tracepoint with its
 //!   outcome.
 //!
